@@ -103,9 +103,14 @@ typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
  *  kimi_linear, NeMo AutoModel components/models/kimi_linear @ 36044ad3)
  *  or LFM2's gated short convolution (in_proj h -> 3h into B, C, x; a
  *  depthwise causal conv over B x; C times its output; out_proj h -> h;
- *  transformers models/lfm2 Lfm2ShortConv @ 0096ba4f). */
+ *  transformers models/lfm2 Lfm2ShortConv @ 0096ba4f) or MiniMax-Text-01
+ *  / M1's lightning attention (qkv_proj h -> 3 H d through SiLU, a decayed
+ *  linear attention over blocks of linear_block_size tokens, an RMSNorm
+ *  over H d gated by sigmoid(output_gate(x)), out_proj; transformers
+ *  models/minimax MiniMaxLightningAttention @ 008e5743). */
 typedef enum {
-    APS_LINEAR_GDN = 0, APS_LINEAR_KDA, APS_LINEAR_SHORT_CONV
+    APS_LINEAR_GDN = 0, APS_LINEAR_KDA, APS_LINEAR_SHORT_CONV,
+    APS_LINEAR_LIGHTNING
 } aps_linear_attention;
 /** Position embedding: RoPE, learned absolute, ALiBi, or none (Nemotron-H's
  *  attention layers: Megatron --position-embedding-type none). */
@@ -561,7 +566,14 @@ typedef struct {
     int64_t linear_key_head_dim;     /**< dk */
     int64_t linear_value_head_dim;   /**< dv */
     int64_t linear_conv_kernel_dim;  /**< depthwise conv width (HF 4;
-                                          LFM2's conv_L_cache, 3) */
+                                          LFM2's conv_L_cache, 3); 0 for
+                                          lightning attention (no conv) */
+    int64_t linear_block_size;       /**< tokens of one block of lightning
+                                          attention (HF block_size, 256):
+                                          within a block the decayed
+                                          attention is computed as Q K^T,
+                                          across blocks through the H d x d
+                                          state; 0 for the other mixers */
     bool linear_beta_doubled;        /**< the Gated DeltaNet's beta is 2
                                           sigmoid(b), in [0, 2] (OLMo Hybrid
                                           linear_allow_neg_eigval,
@@ -600,8 +612,9 @@ typedef struct {
                                           the widest */
     aps_linear_attention linear_attention; /**< the linear layers' mixer:
                                           Gated DeltaNet (default), Kimi
-                                          Delta Attention or LFM2's gated
-                                          short convolution (gdn.c; the
+                                          Delta Attention, LFM2's gated
+                                          short convolution or MiniMax's
+                                          lightning attention (gdn.c; the
                                           short convolution reads only
                                           linear_conv_kernel_dim, its
                                           width is hidden_size) */

@@ -421,7 +421,8 @@ function M.add_launchable(p, name, version)
   -- LAUNCH_DIFFERS
   local m, only = p.model or {}, nil
   if m.linear_attention == "kda" then only = { "automodel", "Kimi Delta Attention layers" } end
-  if m.linear_attention == "short_conv" then only = { "automodel", "gated short convolutions" } end
+  local mixer = require("apsearch.defaults").transformers_mixer(m)
+  if mixer then only = { "automodel", mixer.layers } end
   if m.nas_attention_pattern or m.nas_ffn_pattern then only = { "megatron", "heterogeneous layers" } end
   if only and name ~= only[1] then
     util.fail("--launchable", "launchable", ("%s's %s are built by the %s launch file only"):format(
@@ -1635,7 +1636,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   -- linear attention (Qwen3-Next, Kimi Linear / K3) and Kimi K3's additions
   "linear_attention", "linear_attention_period", "linear_attention_pattern", "linear_num_key_heads",
   "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
-  "linear_output_gate_full_rank", "linear_beta_doubled", "mla_output_gate", "attn_res_block_size", "moe_latent_norm",
+  "linear_block_size", "linear_output_gate_full_rank", "linear_beta_doubled", "mla_output_gate", "attn_res_block_size", "moe_latent_norm",
   "qk_norm_weightless",
   -- heterogeneous layers (Llama-Nemotron NAS; per_layer is then their mean)
   "nas_attention_pattern", "nas_ffn_pattern", "nas_ffn_widths" }

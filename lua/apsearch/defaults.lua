@@ -31,9 +31,9 @@ M.FRAMEWORK = "megatron"
 --- The framework of a built policy for `model`: M.FRAMEWORK, or NeMo
 -- AutoModel for the models it alone builds as read: Kimi Delta Attention
 -- layers (its components/models/kimi_linear, kimi_k3; Megatron-LM,
--- TorchTitan and MindFormers have no KDA layer), LFM2's gated short
--- convolutions (transformers' Lfm2ForCausalLM, which AutoModel trains as
--- it is; the others have no such layer) and Muse Glimmer's weightless
+-- TorchTitan and MindFormers have no KDA layer), the mixers of
+-- M.TRANSFORMERS_MIXERS (transformers' classes, which AutoModel trains as
+-- they are; the others have no such layer) and Muse Glimmer's weightless
 -- per-head Q/K norms with its output gate and sandwich norms
 -- (components/models/muse_glimmer; the others' files cannot express them).
 -- @tparam table model normalized model
@@ -43,14 +43,33 @@ function M.framework(model)
   return M.FRAMEWORK
 end
 
+--- Linear-attention mixers only transformers' classes have, which NeMo
+-- AutoModel trains as transformers builds them (no model of its own:
+-- src/core/gdn.c), by `linear_attention`: the model family (and with its
+-- article), what the layers are called, and its classes without and with
+-- experts.
+M.TRANSFORMERS_MIXERS = {
+  short_conv = { family = "LFM2", a = "an LFM2", layers = "gated short convolutions",
+    classes = { "Lfm2ForCausalLM", "Lfm2MoeForCausalLM" } },
+  lightning = { family = "MiniMax", a = "a MiniMax", layers = "lightning-attention layers",
+    classes = { "MiniMaxForCausalLM", "MiniMaxForCausalLM" } },
+}
+
+--- The model's entry of M.TRANSFORMERS_MIXERS, or nil.
+-- @tparam table model normalized model
+-- @treturn table|nil { family, a, layers, classes }
+function M.transformers_mixer(model)
+  return M.TRANSFORMERS_MIXERS[model.linear_attention or ""]
+end
+
 --- True when the model's linear layers are a mixer only NeMo AutoModel
 -- trains, with neither tensor nor pipeline parallelism nor a priced
 -- context parallelism: Kimi Delta Attention (its Kimi Linear's
--- ModelCapabilities), LFM2's short convolution (src/core/gdn.c).
+-- ModelCapabilities), the mixers of M.TRANSFORMERS_MIXERS (src/core/gdn.c).
 -- @tparam table model normalized model
 -- @treturn boolean
 function M.automodel_mixer(model)
-  return model.linear_attention == "kda" or model.linear_attention == "short_conv"
+  return model.linear_attention == "kda" or M.transformers_mixer(model) ~= nil
 end
 
 --- Training precision and optimizer of a built policy: bf16 mixed precision
@@ -349,9 +368,9 @@ function M.search_space(model, cluster, training)
   }
   if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end
   if is_moe(model) and not single then space.etp_degree = space.tp_degree end
-  -- LFM2-MoE: transformers' class under AutoModel, no expert parallelism
-  -- (training.transformers_model, src/core/moe.c)
-  if is_moe(model) and model.linear_attention == "short_conv" then space.ep_degree = { 1 } end
+  -- LFM2-MoE, MiniMax: transformers' class under AutoModel, no expert
+  -- parallelism (training.transformers_model, src/core/moe.c)
+  if is_moe(model) and M.transformers_mixer(model) then space.ep_degree = { 1 } end
   -- Mamba-2 layers only: Megatron's selective recompute modules (core_attn,
   -- mlp, moe, ...) name none of its layers, so "selective" is "none" again
   local pattern = model.hybrid_layer_pattern

@@ -3027,6 +3027,15 @@ local function minimax_attention_types(v, L, file)
   end
 end
 
+-- RoPE on `rotary_dim` of the head width (default `default`); numerics()
+-- lets a partial_rotary_factor the file gives win.
+local function minimax_rotary(m, r, file, default)
+  local hd = m.head_dim or m.hidden_size // m.num_attention_heads
+  local rd = r.int("rotary_dim", default or hd)
+  if rd > hd then util.fail(file, "rotary_dim", "expected at most head_dim = " .. hd, rd) end
+  if rd < hd then m.rotary_percent = rd / hd end
+end
+
 --- Builds the model table of a `minimax_m2` config (MiniMax-M2, M2.1,
 -- M2.5, M2.7; transformers modular_minimax_m2.py @ ea9df1d3:
 -- MiniMaxM2Attention, MiniMaxM2TopKRouter, MiniMaxM2SparseMoeBlock,
@@ -3058,10 +3067,7 @@ function builders.minimax_m2(_, cfg, file, notes)
       :format(file, util.describe(cfg.shared_intermediate_size)), 0)
   end
   m.qk_norm, m.qk_norm_full_width = true, true
-  -- numerics() lets a partial_rotary_factor the file gives win
-  local rd = r.int("rotary_dim", m.head_dim // 2)
-  if rd > m.head_dim then util.fail(file, "rotary_dim", "expected at most head_dim = " .. m.head_dim, rd) end
-  if rd < m.head_dim then m.rotary_percent = rd / m.head_dim end
+  minimax_rotary(m, r, file, m.head_dim // 2)
   m.num_experts = r.int("num_local_experts")
   m.experts_per_token = r.int("num_experts_per_tok")
   m.moe_ffn_hidden_size = m.ffn_hidden_size
@@ -3072,6 +3078,101 @@ function builders.minimax_m2(_, cfg, file, notes)
     note(notes, file, "the checkpoint's %d multi-token-prediction modules (num_mtp_modules) are not built " ..
       "by transformers and are not priced", mtp)
   end
+  return m
+end
+
+--- MiniMaxConfig's defaults (transformers models/minimax/modular_minimax.py
+-- @ 008e5743) for the keys a `minimax` config may leave out.
+M.MINIMAX_DEFAULTS = {
+  vocab_size = 32000, hidden_size = 4096, intermediate_size = 14336, num_hidden_layers = 32,
+  num_attention_heads = 32, num_key_value_heads = 8, num_experts_per_tok = 2, num_local_experts = 8,
+  block_size = 256, tie_word_embeddings = false,
+}
+
+-- MiniMax-Text-01 / M1's layer kinds as the linear_attention_pattern (L
+-- lightning, A softmax attention): transformers' `layer_types`
+-- ("linear_attention" / "full_attention"), the remote code's
+-- `attn_type_list` (0 lightning, 1 softmax; MiniMaxM1DecoderLayer), or
+-- MiniMaxConfig.__post_init__'s default, softmax on the even 0-based
+-- layers.  Both keys given must agree.
+local function minimax_layer_kinds(cfg, L, file)
+  local kinds = { linear_attention = "L", full_attention = "A" }
+  local function read(key, v, map)
+    if type(v) ~= "table" or #v ~= L then
+      util.fail(file, key, "expected an array of num_hidden_layers = " .. L .. " entries", v)
+    end
+    local p = {}
+    for i = 1, L do
+      p[i] = map(v[i])
+      if not p[i] then util.fail(file, key .. "[" .. i .. "]", "expected " .. map(nil), v[i]) end
+    end
+    return table.concat(p)
+  end
+  local from_types = not is_null(cfg.layer_types) and read("layer_types", cfg.layer_types, function(x)
+    if x == nil then return '"linear_attention" or "full_attention"' end
+    return kinds[x]
+  end)
+  local from_list = not is_null(cfg.attn_type_list) and read("attn_type_list", cfg.attn_type_list, function(x)
+    if x == nil then return "0 (lightning attention) or 1 (softmax attention)" end
+    return (x == 0 and "L") or (x == 1 and "A") or nil
+  end)
+  if from_types and from_list and from_types ~= from_list then
+    util.fail(file, "attn_type_list", "expected the layers of layer_types (" .. from_types .. ")", from_list)
+  end
+  if from_types or from_list then return from_types or from_list end
+  local p = {}
+  for i = 0, L - 1 do p[i + 1] = i % 2 == 0 and "A" or "L" end
+  return table.concat(p)
+end
+
+--- MiniMax-Text-01 and MiniMax-M1 (`minimax`, transformers
+-- models/minimax/modular_minimax.py @ 008e5743; the remote-code types
+-- `minimax_text_01` and `minimax_m1` are read by their classes): Mixtral's
+-- layer (GQA attention, num_local_experts SwiGLU experts with a softmax
+-- top-k router) with lightning attention on the layers M.minimax_layer_kinds
+-- gives: qkv_proj h -> 3 H d through SiLU, output_gate h -> H d, an RMSNorm
+-- over H d, out_proj, the decayed linear attention in blocks of
+-- `block_size` tokens (src/core/gdn.c).  RoPE on rotary_dim of the head
+-- width.  The residual scales (full_attn_alpha_factor ..., the remote
+-- code's layernorm_*_alpha) and `postnorm` change no cost.  The remote
+-- code's shared expert (shared_intermediate_size, with a sigmoid
+-- coefficient) is not in transformers' class: refused.
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
+--   shared expert or a sliding window
+function builders.minimax(_, cfg, file, notes)
+  local t = with_defaults(cfg, M.MINIMAX_DEFAULTS)
+  local r = reader(t, file)
+  local m = llama_like(r, t, file, {})
+  if count(t, "shared_intermediate_size", 0, file) > 0 then
+    error(("NotImplemented: %s: shared_intermediate_size: MiniMax's shared expert (the remote code's " ..
+      "shared_mlp with its coefficient gate) is not in transformers' MiniMaxForCausalLM and is not modelled " ..
+      "(got %s)"):format(file, util.describe(cfg.shared_intermediate_size)), 0)
+  end
+  if not is_null(cfg.sliding_window) then
+    error(("NotImplemented: %s: sliding_window: a window on MiniMax's softmax layers beside lightning " ..
+      "attention is not modelled (got %s)"):format(file, util.describe(cfg.sliding_window)), 0)
+  end
+  minimax_rotary(m, r, file)
+  m.num_experts = r.int("num_local_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = m.ffn_hidden_size
+  aux_loss(m, t, file, "router_aux_loss_coef")
+  local pattern = minimax_layer_kinds(cfg, m.num_layers, file)
+  if not pattern:find("L", 1, true) then return m end -- every layer softmax: Mixtral's
+  if not pattern:find("A", 1, true) then
+    error(("NotImplemented: %s: layer_types: a MiniMax model without a softmax-attention layer is not " ..
+      "modelled"):format(file), 0)
+  end
+  m.linear_attention = "lightning"
+  m.linear_attention_pattern = pattern
+  m.linear_num_key_heads, m.linear_num_value_heads = m.num_attention_heads, m.num_attention_heads
+  m.linear_key_head_dim = m.head_dim or m.hidden_size // m.num_attention_heads
+  m.linear_value_head_dim = m.linear_key_head_dim
+  m.linear_block_size = r.int("block_size")
+  m.linear_conv_kernel_dim = 0
+  note(notes, file, "MiniMax's lightning attention is trained by NeMo AutoModel through transformers' " ..
+    "MiniMaxForCausalLM only (FSDP2; no tensor, pipeline, context or expert parallelism): a built policy uses " ..
+    "framework = automodel")
   return m
 end
 
@@ -6502,7 +6603,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
                     "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
-                    "bailing_moe_v2", "bailing_moe", "lfm2_moe" }
+                    "bailing_moe_v2", "bailing_moe", "lfm2_moe", "minimax" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -6532,6 +6633,9 @@ M.ARCHITECTURES = {
   Starcoder2ForCausalLM = "starcoder2", StableLmForCausalLM = "stablelm", PhiForCausalLM = "phi",
   CohereForCausalLM = "cohere", GlmForCausalLM = "glm", OlmoForCausalLM = "olmo", BambaForCausalLM = "bamba", FalconH1ForCausalLM = "falcon_h1", Mamba2ForCausalLM = "mamba2", GPTBigCodeForCausalLM = "gpt_bigcode", GPTJForCausalLM = "gptj", FalconForCausalLM = "falcon", BloomForCausalLM = "bloom", HeliumForCausalLM = "helium",
   Lfm2ForCausalLM = "lfm2", Lfm2MoeForCausalLM = "lfm2_moe",
+  -- MiniMax-Text-01 / M1: transformers' class and the remote code's
+  -- (MiniMaxAI/MiniMax-Text-01, MiniMax-M1-40k / 80k config.json)
+  MiniMaxForCausalLM = "minimax", MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax",
 }
 
 --- Modelling classes of types apsearch knows and does not model
@@ -6549,8 +6653,7 @@ M.UNMODELLED_ARCHITECTURES = {
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
   -- the classes transformers' modeling files (and vLLM's registry, for
   -- MiniMax-Text-01 / M1) give the types M.UNMODELLED refuses
-  JambaForCausalLM = "jamba", Zamba2ForCausalLM = "zamba2", MiniMaxForCausalLM = "minimax",
-  MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax", LongcatFlashForCausalLM = "longcat_flash",
+  JambaForCausalLM = "jamba", Zamba2ForCausalLM = "zamba2", LongcatFlashForCausalLM = "longcat_flash",
   Gemma3nForConditionalGeneration = "gemma3n",
   Gemma3nForCausalLM = "gemma3n_text",
 }
@@ -6663,9 +6766,6 @@ M.UNMODELLED = {
     "layers_block_type, on the concatenation of the hidden state and the embeddings, with per-use LoRA adapters: " ..
     "adapter_rank, use_shared_attention_adapter, use_shared_mlp_adapter) are not modelled: apsearch's hybrid " ..
     "layers have weights of their own",
-  -- transformers configuration_minimax.py (MiniMaxLightningAttention)
-  minimax = "MiniMax-Text-01 / M1's lightning attention (the linear_attention layers of layer_types, block_size " ..
-    "blocks, with full_attn_alpha_factor / linear_attn_alpha_factor residual scales) is not modelled",
   -- transformers configuration_longcat_flash.py (LongcatFlashMoE, LongcatFlashDecoderLayer)
   longcat_flash = "LongCat-Flash's zero-computation experts (zero_expert_num, zero_expert_type: routed tokens that " ..
     "skip the FFN, so the active parameters vary per token) and its shortcut-connected layers (two MLA attention " ..

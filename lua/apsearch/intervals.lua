@@ -174,9 +174,10 @@ function M.model_caveats(model, framework)
       .. "and the 50 held-out Nemotron 3 Nano and Super runs ran from 3 % faster to 41 % slower than estimated "
       .. "(14 % on average)"
   end
-  if model.linear_attention == "short_conv" then
-    out[#out + 1] = "an LFM2 model: no published training run of one was found, so its short-convolution layers "
-      .. "and transformers' eager modules are priced from their code, unchecked against a measurement"
+  local mixer = require("apsearch.defaults").transformers_mixer(model)
+  if mixer then
+    out[#out + 1] = ("%s model: no published training run of one was found, so its %s and transformers' "
+      .. "eager modules are priced from their code, unchecked against a measurement"):format(mixer.a, mixer.layers)
   end
   if model.glu_activation == "quick_gelu" and model.attention_sinks and (framework or "megatron") == "megatron" then
     out[#out + 1] = "a gpt-oss model: the 2 held-out gpt-oss-120b runs (GB200 bf16, GB300 mxfp8) ran 1.4x "

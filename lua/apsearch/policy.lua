@@ -1247,18 +1247,19 @@ function M.from_table(raw, file, opts)
       end
     end
   end
-  -- LFM2: NeMo AutoModel trains transformers' eager modules (no Liger
-  -- patch, no model of its own: docs/modeling.md "LFM2's gated short
-  -- convolutions"), unless the policy says otherwise
-  if p.model and p.model.linear_attention == "short_conv" and p.training.hf_eager_layer == nil then
+  -- LFM2, MiniMax: NeMo AutoModel trains transformers' eager modules (no
+  -- Liger patch, no model of its own: docs/modeling.md "LFM2's gated
+  -- short convolutions"), unless the policy says otherwise
+  local mixer = p.model and require("apsearch.defaults").transformers_mixer(p.model)
+  if mixer and p.training.hf_eager_layer == nil then
     p.training.hf_eager_layer = true
   end
   -- NeMo AutoModel builds a class outside its registry through
   -- transformers (launch/automodel.lua M.transformers_built): no expert
   -- parallelism there (src/core/moe.c), unless the policy says otherwise
-  if p.training.transformers_model == false and p.model and p.model.linear_attention == "short_conv" then
-    n:fail("training.transformers_model", "LFM2 has no model of AutoModel's own: AutoModel builds transformers' " ..
-      "class", false)
+  if p.training.transformers_model == false and mixer then
+    n:fail("training.transformers_model", mixer.family .. " has no model of AutoModel's own: AutoModel builds " ..
+      "transformers' class", false)
   end
   if p.training.framework == "automodel" and p.training.transformers_model == nil and p.model and
       require("apsearch.launch.automodel").transformers_built(p.model, model_info and model_info.architecture) then

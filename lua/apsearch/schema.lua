@@ -97,9 +97,11 @@ M.model = {
   linear_attention_period = "nonnegint", linear_num_key_heads = "nonnegint",
   linear_num_value_heads = "nonnegint", linear_key_head_dim = "nonnegint",
   linear_value_head_dim = "nonnegint", linear_conv_kernel_dim = "nonnegint",
+  -- lightning attention's block length (MiniMax block_size)
+  linear_block_size = "nonnegint",
   -- the linear layers' mixer and, instead of the period, their pattern
   -- (one letter a layer: L linear attention, A full attention)
-  linear_attention = enum("gated_deltanet", "kda", "short_conv"), linear_attention_pattern = "string",
+  linear_attention = enum("gated_deltanet", "kda", "short_conv", "lightning"), linear_attention_pattern = "string",
   -- Kimi K3: KDA's full-rank output gate, MLA's output gate, block
   -- attention residuals, the latent experts' output norm
   linear_output_gate_full_rank = "bool", linear_beta_doubled = "bool", mla_output_gate = "bool", attn_res_block_size = "nonnegint",

@@ -73,7 +73,27 @@
  * as transformers builds it (its checkpoint conversion lists lfm2_moe,
  * components/checkpoint/conversion_mapping.py @ 36044ad3; no model of its
  * own): FSDP2 only (aps_gdn_refusal).
+ *
+ * MiniMax-Text-01 / M1's lightning attention (linear_attention =
+ * lightning), H heads of d (nk = nv = H, dk = dv = d; transformers
+ * models/minimax/modular_minimax.py MiniMaxLightningAttention @ 008e5743):
+ *   qkv_proj     h -> 3 H d, then SiLU (no bias)
+ *   output_gate  h -> H d, sigmoid, times the normed output
+ *   norm         RMSNorm over H d (MiniMaxRMSNorm, eager, fp32 inside)
+ *   out_proj     H d -> h
+ * and, per head, the decayed linear attention in blocks of B =
+ * linear_block_size tokens (block_size, 256): within a block (Q K^T) *
+ * decay times V, across blocks (Q * q_decay) S with the d x d state S
+ * updated by (K * k_decay)^T V -- a Python loop over ceil(s / B) blocks of
+ * small batched matmuls (its training path; no fused kernel in
+ * transformers).  No conv, no state beyond S.  Nothing but transformers
+ * has the layer among the engines apsearch writes for (Megatron-LM
+ * @ d98e8a64 experimental_attention_variant gdn, gdn2, dsa; no
+ * MiniMax-Text-01 model in NeMo AutoModel @ 36044ad3 or TorchTitan):
+ * NeMo AutoModel trains transformers' MiniMaxForCausalLM, FSDP2 only
+ * (aps_gdn_refusal).
  */
+#include <math.h>
 #include <string.h>
 #include "internal.h"
 
@@ -102,6 +122,20 @@
  *  in_proj (1), B * x (1), causal_conv1d_fn (1), C * conv_out (1), the
  *  transpose's .contiguous() (1), out_proj (1), the residual add (1). */
 #define APS_HK_SHORT_CONV 7.0
+/** Forward kernels of a lightning-attention layer's attention block from
+ *  Python, outside its block loop (MiniMaxDecoderLayer.forward and
+ *  MiniMaxLightningAttention.forward @ 008e5743): the eager
+ *  input_layernorm (to fp32, pow, mean, add, rsqrt, multiply, to bf16,
+ *  weight: 8), qkv_proj and SiLU (2), the state's zeros (1), torch.cat of
+ *  the blocks' outputs (1), the transpose-reshape copy (1), the eager
+ *  norm (8), output_gate, sigmoid and the gating product (3), out_proj
+ *  (1), the scaled residual, residual * alpha + out * beta (3). */
+#define APS_HK_LIGHTNING 28.0
+/** Forward kernels of one block of the loop: Q K^T, times the diagonal
+ *  decay, times V (3); Q * q_decay, times the state, plus the intra part
+ *  (3); the block decay exp(-slope * size) (3: negation, product, exp);
+ *  K * k_decay, its transpose times V, the decayed state plus that (4). */
+#define APS_HK_LIGHTNING_BLOCK 13.0
 
 void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
                    aps_hybrid_counts *out)
@@ -168,6 +202,8 @@ double aps_gdn_in_proj_width(const aps_model *m)
     double dv = (double)m->linear_value_head_dim;
     if (aps_model_has_short_conv(m)) /* B, C, x */
         return 3.0 * value_width(m);
+    if (aps_model_has_lightning(m)) /* qkv_proj; output_gate */
+        return 4.0 * value_width(m);
     if (aps_model_has_kda(m)) /* q, k, v; f_a; g_a (or K3's g_proj); b */
         return 2.0 * key_width(m) + value_width(m) + dv +
                (m->linear_output_gate_full_rank ? value_width(m) : dv) + nv;
@@ -184,6 +220,8 @@ double aps_gdn_gate_up_width(const aps_model *m)
 
 double aps_gdn_conv_dim(const aps_model *m)
 {
+    if (aps_model_has_lightning(m)) /* no conv */
+        return 0.0;
     return 2.0 * key_width(m) + value_width(m); /* short conv: K = 0 */
 }
 
@@ -202,6 +240,8 @@ double aps_gdn_params_tp(const aps_model *m, int64_t tp)
     double nv = (double)m->linear_num_value_heads;
     if (aps_model_has_short_conv(m)) /* no gate parameters, no norm */
         return (aps_gdn_matmul_params(m) + conv) / t;
+    if (aps_model_has_lightning(m)) /* the norm over H d; no TP (refused) */
+        return aps_gdn_matmul_params(m) / t + value_width(m);
     /* A_log and dt_bias: nv each (GDN); nv and nv dv (KDA's per-channel
      * dt_bias, KimiKDAFp32Params) */
     double gates = aps_model_has_kda(m) ? nv + value_width(m) : 2.0 * nv;
@@ -213,6 +253,16 @@ double aps_gdn_scan_flops(const aps_model *m, double T)
 {
     if (aps_model_has_short_conv(m)) /* two products, memory-bound */
         return 0.0;
+    if (aps_model_has_lightning(m)) {
+        /* multiply-adds per token and head of MiniMaxLightningAttention's
+         * block loop: Q K^T and (.) V over the whole B x B block, 2 B d
+         * (the decay mask zeroes the upper triangle after the product);
+         * (Q q_decay) S and (K k_decay)^T V, 2 d^2 */
+        double B = (double)m->linear_block_size;
+        double d = (double)m->linear_value_head_dim;
+        return 2.0 * T * (double)m->linear_num_value_heads *
+               (2.0 * B * d + 2.0 * d * d);
+    }
     double C = APS_GDN_CHUNK, dk = (double)m->linear_key_head_dim;
     double dv = (double)m->linear_value_head_dim;
     /* multiply-adds per token and value head of the chunked form (Yang et
@@ -296,10 +346,37 @@ static double short_conv_saved_per_token(const aps_model *m,
            + aps_gemm_input_bytes(t) * h; /* out_proj input */
 }
 
+/* What MiniMaxLightningAttention.forward's autograd keeps (@ 008e5743):
+ * qkv_proj's output (SiLU's input) and SiLU's output (q, k, v: views the
+ * block matmuls keep); per block the decayed Q K^T (H B B, which the
+ * product with V keeps: H B a token), Q * q_decay and K * k_decay (the
+ * matmuls with the state and with V keep them), the state entering the
+ * block (H d d, kept by Q's matmul with it: H d^2 / B a token); the eager
+ * RMSNorm's fp32 copy of its input and its bf16 normalised output (the
+ * weight's product keeps it; the gating product keeps that output and
+ * the sigmoid's); out_proj's input. */
+static double lightning_saved_per_token(const aps_model *m,
+                                        const aps_training *t)
+{
+    double A = APS_ACT_BYTES, F = APS_FP32_BYTES, V = value_width(m);
+    double H = (double)m->linear_num_value_heads;
+    double d = (double)m->linear_value_head_dim;
+    double B = (double)m->linear_block_size;
+    return A * 3.0 * V                  /* qkv_proj output, SiLU input */
+           + A * 3.0 * V                /* SiLU output: q, k, v */
+           + A * H * B                  /* decayed Q K^T per block */
+           + A * 2.0 * V                /* Q * q_decay, K * k_decay */
+           + A * H * d * d / B          /* the state entering each block */
+           + F * V + A * V              /* the norm: fp32 copy, output */
+           + A * V                      /* sigmoid(output_gate(x)) */
+           + aps_gemm_input_bytes(t) * V; /* out_proj input */
+}
+
 double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp)
 {
-    double per = aps_model_has_short_conv(m) ? short_conv_saved_per_token(m, t)
+    double per = aps_model_has_lightning(m)  ? lightning_saved_per_token(m, t)
+                 : aps_model_has_short_conv(m) ? short_conv_saved_per_token(m, t)
                  : aps_model_has_kda(m)      ? kda_saved_per_token(m, t)
                                              : gdn_saved_per_token(m, t);
     return T * per / tp;
@@ -312,13 +389,32 @@ double aps_gdn_elementwise_elems(const aps_model *m)
      * transpose's copy (in, out) */
     if (aps_model_has_short_conv(m))
         return conv + (3.0 + 3.0 + 2.0) * value_width(m);
+    if (aps_model_has_lightning(m)) {
+        /* bf16 elements read and written a token (an fp32 one counts two):
+         * SiLU over 3V (6V); q and k decays (4V); inter + intra (3V); cat
+         * and the transpose copy (4V); the eager norm's to-fp32, pow,
+         * mean, rsqrt product, to-bf16 and weight passes (3 + 4 + 2 + 4 +
+         * 3 + 2 = 18V); sigmoid and the gating product (5V); the block's
+         * decay mask over H B (in, out) and the state's decay and add over
+         * H d^2 / B (5 passes) */
+        double V = value_width(m), H = (double)m->linear_num_value_heads;
+        double d = (double)m->linear_value_head_dim;
+        double B = (double)m->linear_block_size;
+        return 40.0 * V + 2.0 * H * B + 5.0 * H * d * d / B;
+    }
     /* Gated DeltaNet, KDA: the conv with SiLU, the L2 norm of q and k (in,
      * out), the gated RMSNorm (output and z in, out) */
     return conv + 4.0 * key_width(m) + 3.0 * value_width(m);
 }
 
-double aps_gdn_kernels(const aps_model *m)
+double aps_gdn_kernels(const aps_model *m, const aps_training *t,
+                       const aps_strategy *s)
 {
+    if (aps_model_has_lightning(m)) {
+        double sl = (double)t->seq_length / (double)s->cp_degree;
+        double B = (double)m->linear_block_size;
+        return APS_HK_LIGHTNING + APS_HK_LIGHTNING_BLOCK * ceil(sl / B);
+    }
     return aps_model_has_short_conv(m) ? APS_HK_SHORT_CONV
            : aps_model_has_kda(m)      ? APS_HK_KDA
                                        : APS_HK_GDN;
@@ -336,8 +432,29 @@ static aps_status validate_widths(const aps_model *m, char *err, size_t n)
         {"linear_value_head_dim", m->linear_value_head_dim, true},
         {"linear_conv_kernel_dim", m->linear_conv_kernel_dim, false},
     };
+    bool lightning = aps_model_has_lightning(m);
+    bool kind = m->linear_attention == APS_LINEAR_LIGHTNING;
+    if (lightning ? m->linear_block_size < 1 ||
+                        m->linear_block_size > APS_MAX_HYBRID_WIDTH
+                  : m->linear_block_size != 0 && !kind) {
+        aps_fmt(err, n, lightning
+                    ? "model.linear_block_size: must be in [1, 1048576] with "
+                      "lightning attention layers (got %lld)"
+                    : "model.linear_block_size: lightning attention's block "
+                      "length, given without linear_attention = lightning "
+                      "(got %lld)", (long long)m->linear_block_size);
+        return APS_EINVAL;
+    }
+    if (lightning && m->linear_conv_kernel_dim != 0) {
+        aps_fmt(err, n, "model.linear_conv_kernel_dim: lightning attention "
+                "has no convolution: give 0 (got %lld)",
+                (long long)m->linear_conv_kernel_dim);
+        return APS_EINVAL;
+    }
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         bool sc_heads = aps_model_has_short_conv(m) && f[i].head;
+        if (lightning && !f[i].head)
+            continue; /* the conv: checked above */
         bool bad = aps_model_has_gdn(m) && !sc_heads
                        ? (f[i].v < 1 || f[i].v > APS_MAX_HYBRID_WIDTH)
                        : f[i].v != 0;
@@ -430,6 +547,32 @@ static aps_status validate_k3(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
+/** Lightning attention: one width for q, k and v, as many key heads as
+ *  value heads (MiniMaxLightningAttention splits qkv_proj's output into
+ *  three H x d tensors), GQA on the full-attention layers (MiniMax's are
+ *  MixtralAttention). */
+static aps_status validate_lightning(const aps_model *m, char *err, size_t n)
+{
+    if (m->kv_lora_rank > 0) {
+        aps_fmt(err, n, "model.kv_lora_rank: lightning attention beside "
+                "multi-latent attention is not modelled (MiniMax's "
+                "full-attention layers are GQA)");
+        return APS_EINVAL;
+    }
+    if (m->linear_num_key_heads != m->linear_num_value_heads ||
+        m->linear_key_head_dim != m->linear_value_head_dim) {
+        aps_fmt(err, n, "model.linear_num_key_heads: lightning attention has "
+                "as many key heads as value heads of one width (got %lld x "
+                "%lld keys, %lld x %lld values)",
+                (long long)m->linear_num_key_heads,
+                (long long)m->linear_key_head_dim,
+                (long long)m->linear_num_value_heads,
+                (long long)m->linear_value_head_dim);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 /** The mixer named by linear_attention needs linear layers; Kimi Delta
  *  Attention one key head per value head of one width (FLA's chunk_kda
  *  asserts q, k and g share a shape; AutoModel builds H heads of head_dim
@@ -440,11 +583,15 @@ static aps_status validate_kda(const aps_model *m, char *err, size_t n)
     if (st != APS_OK || m->linear_attention == APS_LINEAR_GDN)
         return st;
     if (!aps_model_has_gdn(m)) {
+        static const char *const name[] = {"gated_deltanet", "kda",
+                                           "short_conv", "lightning"};
         aps_fmt(err, n, "model.linear_attention: %s given without a "
                 "linear_attention_pattern or linear_attention_period",
-                m->linear_attention == APS_LINEAR_KDA ? "kda" : "short_conv");
+                name[m->linear_attention]);
         return APS_EINVAL;
     }
+    if (aps_model_has_lightning(m))
+        return validate_lightning(m, err, n);
     /* LFM2's and LFM2-MoE's attention layers are GQA */
     if (aps_model_has_short_conv(m) && m->kv_lora_rank > 0) {
         aps_fmt(err, n, "model.kv_lora_rank: short convolutions beside "
@@ -589,10 +736,45 @@ static const char *short_conv_refusal(const aps_training *t,
     return NULL;
 }
 
+/** Why a MiniMax lightning-attention model cannot be priced, or NULL:
+ *  NeMo AutoModel trains it as transformers builds it (MiniMaxForCausalLM;
+ *  no model of its own @ 36044ad3).  transformers' tensor-parallel plan
+ *  for it (MiniMaxConfig.base_model_tp_plan @ 008e5743) shards the
+ *  full-attention layers' q, k, v, o and the experts but names none of
+ *  the lightning layers' projections, which would stay whole on every
+ *  rank: not modelled; nor are its pipeline stages (AutoModel's Hugging
+ *  Face pipeline forward, pipelining/hf_utils.py, with MiniMaxCache) nor
+ *  context parallelism (the block loop's state runs over the whole
+ *  sequence on one rank). */
+static const char *lightning_refusal(const aps_training *t,
+                                     const aps_strategy *s, aps_reason *code)
+{
+    if (t->framework != APS_FW_AUTOMODEL) {
+        *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
+        return "MiniMax's lightning attention is priced for NeMo AutoModel "
+               "only (Megatron-LM, TorchTitan and MindFormers have no such "
+               "layer)";
+    }
+    if (s->tp_degree > 1)
+        return "MiniMax under tensor parallelism (transformers' "
+               "base_model_tp_plan leaves the lightning layers' qkv_proj, "
+               "output_gate and out_proj whole on every rank) is not "
+               "modelled";
+    if (s->pp_degree > 1)
+        return "MiniMax's transformers class over pipeline stages is not "
+               "modelled";
+    if (s->cp_degree > 1)
+        return "lightning attention under context parallelism (the block "
+               "loop's state across the ranks' shards) is not modelled";
+    return NULL;
+}
+
 const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
+    if (aps_model_has_lightning(m))
+        return lightning_refusal(t, s, code);
     if (aps_model_has_short_conv(m))
         return short_conv_refusal(t, s, code);
     if (aps_model_has_kda(m))

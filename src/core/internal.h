@@ -924,6 +924,12 @@ static inline bool aps_model_has_short_conv(const aps_model *m)
     return aps_model_has_gdn(m) &&
            m->linear_attention == APS_LINEAR_SHORT_CONV;
 }
+/** True when the linear layers are MiniMax's lightning attention. */
+static inline bool aps_model_has_lightning(const aps_model *m)
+{
+    return aps_model_has_gdn(m) &&
+           m->linear_attention == APS_LINEAR_LIGHTNING;
+}
 /** Adds the attention and Gated DeltaNet layers among the model's layers
  *  from .. from + n - 1 (0-based) to out's attn and gdn counts. */
 void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
@@ -937,7 +943,8 @@ void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out);
 /** Output width of the projections from the hidden state: Gated
  *  DeltaNet's in_proj, 2 nk dk + 2 nv dv + 2 nv (GatedDeltaNet @
  *  d98e8a64); KDA's q, k, v, the forget and output gates' down
- *  projections and beta, 2 nk dk + nv dv + 2 dv + nv (gdn.c). */
+ *  projections and beta, 2 nk dk + nv dv + 2 dv + nv; lightning
+ *  attention's qkv_proj and output_gate, 4 H d (gdn.c). */
 double aps_gdn_in_proj_width(const aps_model *m);
 /** Output width of KDA's gate up projections (f_b, g_b: dv -> nv dv
  *  each), 2 nv dv; 0 for Gated DeltaNet. */
@@ -967,8 +974,12 @@ double aps_gdn_out_width(const aps_model *m);
  *  and gated RMSNorm, or a short convolution's two products and its
  *  transpose copy (gdn.c). */
 double aps_gdn_elementwise_elems(const aps_model *m);
-/** Forward kernels of one linear-attention mixer from Python. */
-double aps_gdn_kernels(const aps_model *m);
+/** Forward kernels of one linear-attention mixer from Python per
+ *  micro-batch: a constant per mixer, plus, for lightning attention,
+ *  transformers' Python loop over the ceil(seq_length / cp /
+ *  linear_block_size) blocks of a sequence (gdn.c). */
+double aps_gdn_kernels(const aps_model *m, const aps_training *t,
+                       const aps_strategy *s);
 /** Checks the Gated DeltaNet fields (model.c calls it). */
 aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n);
 /** Why a Gated DeltaNet model cannot be priced with this strategy, or

@@ -258,7 +258,7 @@ static void hybrid_launches(const aps_model *m, const aps_training *t,
     double sp = (s->tp_degree > 1 && s->sequence_parallel) ? APS_HK_SP : 0.0;
     double casts = APS_HK_MIXER_GEMMS * cast_kernels(t);
     aps_launches mamba = block(aps_mamba_kernels() + sp + casts, mamba_g);
-    aps_launches gdn = block(aps_gdn_kernels(m) + sp + casts, false);
+    aps_launches gdn = block(aps_gdn_kernels(m, t, s) + sp + casts, false);
     if (layer_g)
         return; /* the attention slot holds the layer's one graph */
     out->attn.fwd = w.attn_share * out->attn.fwd + w.gdn_share * gdn.fwd;

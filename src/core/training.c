@@ -825,8 +825,16 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
                 m->name);
         return APS_ENOTIMPL;
     }
-    if (aps_model_has_gdn(m) && !aps_model_has_kda(m) &&
-        !aps_model_has_short_conv(m) && t->framework != APS_FW_MEGATRON) {
+    if (aps_model_has_lightning(m) && t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.framework: %s has MiniMax's lightning "
+                "attention, priced for NeMo AutoModel only (framework = "
+                "automodel, which trains transformers' MiniMaxForCausalLM): "
+                "Megatron-LM, TorchTitan and MindFormers have no such layer",
+                m->name);
+        return APS_ENOTIMPL;
+    }
+    if (m->linear_attention == APS_LINEAR_GDN && aps_model_has_gdn(m) &&
+        t->framework != APS_FW_MEGATRON) {
         aps_fmt(err, n, "training.framework: %s has Gated DeltaNet layers, "
                 "priced for Megatron-LM only (framework = megatron)",
                 m->name);

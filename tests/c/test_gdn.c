@@ -1,6 +1,7 @@
 /*
  * test_gdn.c -- src/core/gdn.c: Gated DeltaNet layers (Qwen3-Next), Kimi
- * Delta Attention (Kimi Linear) and LFM2's gated short convolutions.
+ * Delta Attention (Kimi Linear), LFM2's gated short convolutions and
+ * MiniMax's lightning attention.
  *
  * Qwen/Qwen3-Next-80B-A3B (examples/models/qwen3-next-80b-a3b.json): h 2048,
  * 48 layers, every 4th gated attention (16 heads of 256, 2 KV heads), the
@@ -449,7 +450,9 @@ static void test_kda_layer(void **state)
     aps_training t;
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 115584.0);
-    ASSERT_DBL_EXACT(aps_gdn_kernels(&m), 23.0);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 23.0);
     aps_hybrid_counts w;
     aps_hybrid_mix(&m, &w);
     assert_int_equal(w.attn, 7);
@@ -634,7 +637,9 @@ static void test_short_conv_layer(void **state)
     aps_training t;
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 24576.0);
-    ASSERT_DBL_EXACT(aps_gdn_kernels(&m), 7.0);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 7.0);
     ASSERT_DBL_EXACT(aps_gdn_attn_share(&m), 6.0 / 16.0);
     aps_param_counts c;
     aps_model_param_counts(&m, &c);
@@ -709,6 +714,153 @@ static void test_short_conv_validation(void **state)
                     "multi-latent attention are not modelled");
 }
 
+/* MiniMaxAI/MiniMax-M1-80k (config.json: h 6144, 80 layers, attn_type_list
+ * seven lightning layers then one softmax layer, 64 heads of 128, 8 KV
+ * heads, 32 experts of 9216, top-2, vocab 200,064, untied, block_size
+ * 256 by default).  One lightning mixer (transformers
+ * MiniMaxLightningAttention @ 008e5743), V = 64 x 128 = 8192: qkv_proj
+ * 6144 x 24,576 = 150,994,944; output_gate 6144 x 8192 and out_proj 8192 x
+ * 6144, 50,331,648 each -> matrices 251,658,240; the norm 8192 ->
+ * 251,666,432. */
+static void fx_minimax_m1(aps_model *m)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "minimax-m1-80k");
+    m->num_layers = 80;
+    m->hidden_size = 6144;
+    m->num_attention_heads = 64;
+    m->num_query_groups = 8;
+    m->head_dim = 128;
+    m->ffn_hidden_size = 9216;
+    m->vocab_size = 200064;
+    m->max_position_embeddings = 10240000;
+    m->num_experts = 32;
+    m->experts_per_token = 2;
+    m->moe_ffn_hidden_size = 9216;
+    m->linear_attention = APS_LINEAR_LIGHTNING;
+    for (int i = 0; i < 80; i++)
+        m->linear_attention_pattern[i] = i % 8 == 7 ? 'A' : 'L';
+    m->linear_attention_pattern[80] = '\0';
+    m->linear_num_key_heads = m->linear_num_value_heads = 64;
+    m->linear_key_head_dim = m->linear_value_head_dim = 128;
+    m->linear_block_size = 256;
+    fx_validate(m);
+}
+
+/* Per token and head the block loop multiplies 2 B d (Q K^T and its
+ * product with V over the whole 256-token block) + 2 d^2 (with the state,
+ * and the state's update) = 65,536 + 32,768 = 98,304 times: over 4096
+ * tokens and 64 heads 2 x 4096 x 64 x 98,304 = 51,539,607,552 FLOPs.
+ * Saved bytes a token (bf16): qkv_proj's output and SiLU's 2 x 2 x 24,576
+ * = 98,304; the decayed Q K^T 2 x 64 x 256 = 32,768; Q and K decayed 2 x 2
+ * x 8192 = 32,768; the state 2 x 64 x 128 x 128 / 256 = 8,192; the norm's
+ * fp32 copy and output 4 x 8192 + 2 x 8192 = 49,152; the sigmoid's output
+ * and out_proj's input 2 x 2 x 8192 = 32,768: 253,952.  Memory-bound
+ * elements: 40 x 8192 + 2 x 64 x 256 + 5 x 64 x 64 = 380,928.  Kernels at
+ * 4096 tokens: 28 + 13 x 16 blocks = 236; at 32,768: 28 + 13 x 128.
+ * Totals: embedding and output layer 2 x 200,064 x 6144 = 2,458,386,432;
+ * 70 lightning layers 251,666,432 and 10 softmax ones 6144 x (8192 + 2 x
+ * 1024) + 8192 x 6144 = 113,246,208; every layer 32 experts 3 x 6144 x 9216
+ * = 5,435,817,984, the router 196,608 and two norms 12,288; the final
+ * norm 6144: 456,089,655,296 (MiniMax: "456 billion parameters"); active
+ * with two experts 48,403,306,496, of it 45,944,920,064 without the
+ * embedding and output layer (MiniMax: "45.9 billion ... activated per
+ * token"). */
+static void test_lightning_layer(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_minimax_m1(&m);
+    ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 32768.0);
+    ASSERT_DBL_EXACT(aps_gdn_conv_dim(&m), 0.0);
+    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 0.0);
+    ASSERT_DBL_EXACT(aps_gdn_out_width(&m), 8192.0);
+    ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 251658240.0);
+    ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 251666432.0);
+    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 4096.0), 51539607552.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0),
+                     2.0 * 4096.0 * 251658240.0 + 51539607552.0);
+    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m), 380928.0);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 253952.0);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 236.0);
+    t.seq_length = 32768;
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 28.0 + 13.0 * 128.0);
+    t.seq_length = 4097; /* a partial last block is a block */
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 28.0 + 13.0 * 17.0);
+    ASSERT_DBL_EXACT(aps_gdn_attn_share(&m), 10.0 / 80.0);
+    aps_param_counts c;
+    aps_model_param_counts(&m, &c);
+    ASSERT_DBL_EXACT(c.embedding + c.layers + c.final_norm + c.output_layer,
+                     456089655296.0);
+}
+
+/* NeMo AutoModel trains transformers' MiniMaxForCausalLM: any other
+ * framework is refused, and TP, PP and CP are not modelled. */
+static void test_lightning_refusals(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_minimax_m1(&m);
+    aps_training t;
+    fx_training(&t, 64, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_reason code = APS_REASON_NONE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "lightning attention is "
+               "priced for NeMo AutoModel only");
+    assert_int_equal(code, APS_REASON_FRAMEWORK_UNSUPPORTED);
+    t.framework = APS_FW_AUTOMODEL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+    s.tp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "leaves the lightning "
+               "layers' qkv_proj");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "over pipeline stages");
+    aps_strategy_defaults(&s);
+    s.cp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+}
+
+static void test_lightning_validation(void **state)
+{
+    (void)state;
+    char err[256];
+    aps_model m;
+    fx_minimax_m1(&m);
+    m.linear_block_size = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_block_size: must be in [1, 1048576] with "
+                    "lightning attention layers (got 0)");
+    fx_minimax_m1(&m);
+    m.linear_conv_kernel_dim = 4;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_conv_kernel_dim: lightning attention has "
+                    "no convolution: give 0 (got 4)");
+    fx_minimax_m1(&m);
+    m.linear_key_head_dim = 64;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "as many key heads as value heads of one width (got 64 "
+                    "x 64 keys, 64 x 128 values)");
+    fx_minimax_m1(&m);
+    m.linear_attention_pattern[0] = '\0';
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_num_key_heads: 64 given without a "
+                    "linear_attention_period or linear_attention_pattern");
+    /* a block length on another mixer is refused */
+    fx_lfm2(&m);
+    m.linear_block_size = 256;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_block_size: lightning attention's block "
+                    "length, given without linear_attention = lightning");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -729,6 +881,9 @@ int main(void)
         cmocka_unit_test(test_short_conv_layer),
         cmocka_unit_test(test_short_conv_refusals),
         cmocka_unit_test(test_short_conv_validation),
+        cmocka_unit_test(test_lightning_layer),
+        cmocka_unit_test(test_lightning_refusals),
+        cmocka_unit_test(test_lightning_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,7 @@
 --   loss MaskedCrossEntropy (fp32_upcast true, the profile's 12 B/logit)
 -- @module apsearch.launch.automodel
 local launch_util = require "apsearch.launch"
+local defaults = require "apsearch.defaults"
 
 local M = {}
 
@@ -502,7 +503,7 @@ function M.config_class(src)
 end
 
 --- True when AutoModel builds the model through transformers, not a model
--- of its own: LFM2 (whose short convolutions no AutoModel model has), or a
+-- of its own: LFM2 and MiniMax (defaults.TRANSFORMERS_MIXERS), or a
 -- config file whose class is not in M.OWN_ARCHITECTURES -- but for Kimi
 -- Delta Attention models, whose file names AutoModel's own config class
 -- (M.KIMI_LINEAR_CONFIG) whatever class the config file names.
@@ -510,7 +511,7 @@ end
 -- @tparam string|nil class the config file's class (M.config_class)
 -- @treturn boolean
 function M.transformers_built(m, class)
-  if m.linear_attention == "short_conv" then return true end
+  if defaults.transformers_mixer(m) then return true end
   if m.linear_attention == "kda" then return false end
   return class ~= nil and not M.OWN_ARCHITECTURES[class]
 end
@@ -526,10 +527,20 @@ local function hf_model_keys(w, g, class)
   local K, N, m, tr = w.K, w.N, g.m, g.tr
   -- no class named: LFM2's (M.transformers_built), else the one the
   -- config's model_type maps to
-  if m.linear_attention == "short_conv" then
-    class = class or ((m.num_experts or 0) > 0 and "Lfm2MoeForCausalLM" or "Lfm2ForCausalLM")
+  local mixer = defaults.transformers_mixer(m)
+  local want = mixer and mixer.classes[(m.num_experts or 0) > 0 and 2 or 1]
+  if want and class and class ~= want then
+    -- MiniMax-Text-01 / M1's own files name the remote code's class
+    -- (MiniMaxText01ForCausalLM, MiniMaxM1ForCausalLM), which
+    -- trust_remote_code builds: fp32 block states and a per-expert loop
+    -- (modeling_minimax_m1.py), not transformers' class priced here
+    N("NOT WRITTEN", ("transformers' %s as estimated: the config names %s, the checkpoint's remote code, which " ..
+      "trust_remote_code builds instead (its own %s and experts, not priced); point " ..
+      "model.config.pretrained_model_name_or_path at a config whose architectures name %s"):format(
+      want, class, mixer.layers, want))
+    class = want
   end
-  class = class or "the config's transformers class"
+  class = class or want or "the config's transformers class"
   if tr.flash_attention == false then
     K("model.attn_implementation", "eager", "transformers' unfused attention, as estimated")
   else

@@ -387,6 +387,8 @@ M.LLAMA_BLOCK_LACKS = {
     "of this engine has them (apsearch prices them for NeMo AutoModel)", "kda" },
   { "linear_attention", "LFM2's gated short convolutions (linear_attention = short_conv): no model of this " ..
     "engine has them (apsearch prices them for NeMo AutoModel)", "short_conv" },
+  { "linear_attention", "MiniMax's lightning attention (linear_attention = lightning): no model of this engine " ..
+    "has it (apsearch prices it for NeMo AutoModel)", "lightning" },
   { "nas_ffn_pattern", "heterogeneous layers (Llama-Nemotron NAS block_configs: attention left out of some " ..
     "layers, each layer's MLP width its own): the Llama block is the same on every layer" },
   { "msa_layers", "MiniMax-M3's block-sparse attention (msa_layers with their indexer): the Llama block " ..

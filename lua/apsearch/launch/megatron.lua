@@ -842,6 +842,8 @@ M.ARCH_SOURCES = {
     "gdn, gdn2, dsa)",
   short_conv = "no gated short convolution in megatron/core (transformer_config.py:301 " ..
     "experimental_attention_variant: gdn, gdn2, dsa; the hybrid stack's layers are Mamba-2, attention, MLP, MoE)",
+  lightning = "no lightning attention in megatron/core (transformer_config.py:301 experimental_attention_variant: " ..
+    "gdn, gdn2, dsa)",
   msa = "no block-sparse attention in megatron/core (experimental_attention_variant_module_specs.py: the " ..
     "variants are gated_delta_net and dsa, DeepSeek's token-level top-k on multi-latent attention)",
   head_gate = "transformer_config.py:278 attention_output_gate (an element-wise sigmoid gate from linear_qkv, " ..
@@ -1373,6 +1375,11 @@ function M.global_attention_notes(m, N)
     not_written(N, "LFM2's gated short convolutions on the linear layers (" .. (m.linear_attention_pattern or "") ..
       ": L short convolution, A attention)", M.ARCH_SOURCES.short_conv,
       "the script's layers all attend: not the model estimated (NeMo AutoModel trains it)")
+  end
+  if m.linear_attention == "lightning" then
+    not_written(N, "MiniMax's lightning attention on the linear layers (" .. (m.linear_attention_pattern or "") ..
+      ": L lightning attention, A softmax attention)", M.ARCH_SOURCES.lightning,
+      "the script's layers all use softmax attention: not the model estimated (NeMo AutoModel trains it)")
   end
   if m.msa_layers then
     not_written(N, ("MiniMax-M3's block-sparse attention on %d of %d layers (a selection-only indexer of %d heads " ..

@@ -616,4 +616,31 @@ describe("model fields of the architecture (issue 25)", function()
     assert.are.equal("0", flags["--attention-dropout"])
     assert.are.equal("0", flags["--hidden-dropout"])
   end)
+
+  -- TorchTitan's models (@ b5bcd76c and its releases) and MindFormers'
+  -- LlamaConfig (@ fd4deebc) have no dropout: an estimate with it gets a
+  -- NOT EXPRESSIBLE line in those files, one without it none
+  it("dropout: TorchTitan and MindFormers files say they train without it", function()
+    local dir = H.tmpdir()
+    local function notes(set, extra)
+      local out = dir .. "/" .. set:gsub("[^%w]", "_") .. (extra and "_rel" or "")
+      local args = { "run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--set", set,
+        "--out", out, "-k", "1", "-q" }
+      if extra then args[#args + 1] = extra end
+      local code, _, err = H.apsearch(table.unpack(args))
+      assert.are.equal(0, code, err)
+      local tt = H.read(out .. "/launch/rank1_torchtitan." .. (extra and "toml" or "py"))
+      return tt, H.read(out .. "/launch/rank1_mindformers.yaml")
+    end
+    local tt, ms = notes("training.dropout=true")
+    assert.matches("# NOT EXPRESSIBLE in TorchTitan: dropout (attention 0.1, hidden 0.1) as estimated: " ..
+      "TorchTitan's llama3, qwen3 and deepseek_v3 models have no dropout", tt, 1, true)
+    assert.matches("# NOT EXPRESSIBLE in MindFormers: dropout (attention 0.1, hidden 0.1) as estimated: " ..
+      "MindFormers' LlamaConfig has no dropout key", ms, 1, true)
+    tt = notes("training.hidden_dropout=0.2", "--torchtitan-version=v0.2.2")
+    assert.matches("# NOT EXPRESSIBLE in TorchTitan v0.2.2: dropout (attention 0, hidden 0.2)", tt, 1, true)
+    tt, ms = notes("training.dropout=false")
+    assert.is_nil(tt:find("dropout", 1, true))
+    assert.is_nil(ms:find("dropout", 1, true))
+  end)
 end)

@@ -431,6 +431,41 @@ function M.has_gated_deltanet(m)
   return M.has_linear_attention(m) and (m.linear_attention or "gated_deltanet") == "gated_deltanet"
 end
 
+--- Megatron's dropout probability when dropout is on and the policy
+-- gives none: TransformerConfig attention_dropout = hidden_dropout = 0.1
+-- (megatron/core/transformer/transformer_config.py @ d98e8a64, the
+-- --attention-dropout / --hidden-dropout defaults).
+M.DEFAULT_DROPOUT = 0.1
+
+--- The dropout probabilities the estimate ran with: training.
+-- attention_dropout / hidden_dropout when given (a config.json's own,
+-- apsearch.hf), else on (M.DEFAULT_DROPOUT) or off (0) by
+-- training.dropout, whose default is the framework's (src/core/
+-- profile.c: on for megatron and deepspeed; src/core/recipe.c
+-- aps_recipe_attention_dropout, aps_recipe_hidden_dropout).
+-- @tparam table tr training table
+-- @treturn number attention-probability dropout, in [0, 1]
+-- @treturn number hidden (residual) dropout, in [0, 1]
+function M.dropout_probs(tr)
+  local on = tr.dropout
+  if on == nil then on = tr.framework == nil or tr.framework == "megatron" or tr.framework == "deepspeed" end
+  local function p(v) if v == nil then return on and M.DEFAULT_DROPOUT or 0 end return v end
+  return p(tr.attention_dropout), p(tr.hidden_dropout)
+end
+
+--- The NOT EXPRESSIBLE line of an engine whose model has no dropout, or
+-- nil when the estimate ran without: the estimate counted the masks
+-- (1 byte an element) and their kernels, the file trains without them.
+-- @tparam table tr training table
+-- @tparam string why what the engine's model has (or lacks)
+-- @treturn string|nil
+function M.dropout_lacks(tr, why)
+  local a, h = M.dropout_probs(tr)
+  if a <= 0 and h <= 0 then return nil end
+  return ("dropout (attention %g, hidden %g) as estimated: %s; the file trains without it (less memory and " ..
+    "time than estimated: its masks are counted)"):format(a, h, why)
+end
+
 --- Weights of a model's block and output layer a Llama builder
 -- (TorchTitan's llama3, MindFormers' LlamaConfig) does not have: norms
 -- beyond the block's two (Gemma 2's and GLM-4's sandwich norms after

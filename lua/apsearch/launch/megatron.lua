@@ -1188,28 +1188,15 @@ function M.qk_norm_args(m, mla, A, N)
   end
 end
 
---- Megatron's dropout probability when dropout is on and the policy
--- gives none: TransformerConfig attention_dropout = hidden_dropout = 0.1
--- (megatron/core/transformer/transformer_config.py @ d98e8a64, the
--- --attention-dropout / --hidden-dropout defaults).
-M.DEFAULT_DROPOUT = 0.1
-
 --- Writes --attention-dropout and --hidden-dropout as the estimate ran
--- them: training.attention_dropout / hidden_dropout when given (a
--- config.json's own, apsearch.hf), else on (M.DEFAULT_DROPOUT) or off
--- (0) by training.dropout, whose default is the framework's (src/core/
--- profile.c: on for megatron and deepspeed).  Both always written, so the
--- file never leans on Megatron's default.
+-- them (launch.dropout_probs).  Both always written, so the file never
+-- leans on Megatron's default.
 -- @tparam table tr training table
 -- @tparam function A `A(flag, value)`
 function M.dropout_args(tr, A)
-  local on = tr.dropout
-  if on == nil then on = tr.framework == nil or tr.framework == "megatron" or tr.framework == "deepspeed" end
-  for _, f in ipairs({ { "--attention-dropout", "attention_dropout" }, { "--hidden-dropout", "hidden_dropout" } }) do
-    local p = tr[f[2]]
-    if p == nil then p = on and M.DEFAULT_DROPOUT or 0 end
-    A(f[1], M.num(p))
-  end
+  local a, h = launch_util.dropout_probs(tr)
+  A("--attention-dropout", M.num(a))
+  A("--hidden-dropout", M.num(h))
 end
 
 --- The norm kind and what Megatron's GPT layer cannot carry: norms

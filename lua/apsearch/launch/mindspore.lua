@@ -359,6 +359,11 @@ function M.render(c)
   -- nested ordered tree of keys (apsearch.launch.yaml_writer)
   local w = require("apsearch.launch").yaml_writer(options.mindformers.keys, "mindformers")
   local K, N, notes = w.K, w.N, w.notes
+  -- LlamaConfig @ fd4deebc takes no dropout probability (docs/api/
+  -- api_python/models/mindformers.models.LlamaConfig.rst lists its keys)
+  local drop = launch_util.dropout_lacks(tr, "MindFormers' LlamaConfig has no dropout key and its Llama layers " ..
+    "apply none")
+  if drop then N("NOT EXPRESSIBLE in MindFormers", drop) end
   if m.hybrid_layer_pattern then
     N("NOT EXPRESSIBLE in MindFormers", "the hybrid Mamba-2 layers (pattern " .. m.hybrid_layer_pattern ..
       "): MindSpore Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are " ..

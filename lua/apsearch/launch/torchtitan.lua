@@ -779,6 +779,11 @@ end
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
 -- @treturn table notes
+--- Why a TorchTitan file cannot train with dropout: no model it writes
+-- has any (torchtitan/models/llama3, qwen3, deepseek_v3 and models/common
+-- @ b5bcd76c name no dropout; nor do the releases' llama3).
+M.NO_DROPOUT = "TorchTitan's llama3, qwen3 and deepseek_v3 models have no dropout"
+
 function M.render(c)
   -- a release: its TOML job file (apsearch.launch.torchtitan_toml)
   if c.torchtitan_version and c.torchtitan_version ~= require("apsearch.launch").TORCHTITAN_HEAD then
@@ -788,6 +793,8 @@ function M.render(c)
   local lines, notes, imports = {}, {}, {}
   local fn = string.format("apsearch_rank%d", r.rank)
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  local drop = require("apsearch.launch").dropout_lacks(tr, M.NO_DROPOUT)
+  if drop then N("NOT EXPRESSIBLE in TorchTitan", drop) end
   if (tr.mtp_num_layers or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", string.format("training.mtp_num_layers = %d: no multi-token " ..
       "prediction in HEAD's models; the config trains without it (less time and memory than estimated)",

@@ -547,6 +547,23 @@ static aps_status validate_k3(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
+/** A mixer with one key head per value head of one width (what names it
+ *  in the error). */
+static aps_status one_width(const aps_model *m, const char *what, char *err,
+                            size_t n)
+{
+    if (m->linear_num_key_heads == m->linear_num_value_heads &&
+        m->linear_key_head_dim == m->linear_value_head_dim)
+        return APS_OK;
+    aps_fmt(err, n, "model.linear_num_key_heads: %s has as many key heads as "
+            "value heads of one width (got %lld x %lld keys, %lld x %lld "
+            "values)", what, (long long)m->linear_num_key_heads,
+            (long long)m->linear_key_head_dim,
+            (long long)m->linear_num_value_heads,
+            (long long)m->linear_value_head_dim);
+    return APS_EINVAL;
+}
+
 /** Lightning attention: one width for q, k and v, as many key heads as
  *  value heads (MiniMaxLightningAttention splits qkv_proj's output into
  *  three H x d tensors), GQA on the full-attention layers (MiniMax's are
@@ -559,18 +576,7 @@ static aps_status validate_lightning(const aps_model *m, char *err, size_t n)
                 "full-attention layers are GQA)");
         return APS_EINVAL;
     }
-    if (m->linear_num_key_heads != m->linear_num_value_heads ||
-        m->linear_key_head_dim != m->linear_value_head_dim) {
-        aps_fmt(err, n, "model.linear_num_key_heads: lightning attention has "
-                "as many key heads as value heads of one width (got %lld x "
-                "%lld keys, %lld x %lld values)",
-                (long long)m->linear_num_key_heads,
-                (long long)m->linear_key_head_dim,
-                (long long)m->linear_num_value_heads,
-                (long long)m->linear_value_head_dim);
-        return APS_EINVAL;
-    }
-    return APS_OK;
+    return one_width(m, "lightning attention", err, n);
 }
 
 /** The mixer named by linear_attention needs linear layers; Kimi Delta
@@ -612,18 +618,7 @@ static aps_status validate_kda(const aps_model *m, char *err, size_t n)
                 m->position_embedding == APS_POS_NONE ? "none" : "positions");
         return APS_EINVAL;
     }
-    if (m->linear_num_key_heads != m->linear_num_value_heads ||
-        m->linear_key_head_dim != m->linear_value_head_dim) {
-        aps_fmt(err, n, "model.linear_num_key_heads: Kimi Delta Attention "
-                "has as many key heads as value heads of one width (got "
-                "%lld x %lld keys, %lld x %lld values)",
-                (long long)m->linear_num_key_heads,
-                (long long)m->linear_key_head_dim,
-                (long long)m->linear_num_value_heads,
-                (long long)m->linear_value_head_dim);
-        return APS_EINVAL;
-    }
-    return APS_OK;
+    return one_width(m, "Kimi Delta Attention", err, n);
 }
 
 aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)

@@ -377,6 +377,9 @@ function M.search_space(model, cluster, training)
   if type(pattern) == "string" and pattern ~= "" and not pattern:find("[^M]") then
     space.layer_recompute = { "none", "full" }
   end
+  -- lightning attention: its layers under AutoModel's op-level selective
+  -- checkpointing are not priced (src/core/gdn.c lightning_refusal)
+  if model.linear_attention == "lightning" then space.layer_recompute = { "none", "full" } end
   return space
 end
 

@@ -3140,6 +3140,10 @@ end
 -- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
 --   shared expert or a sliding window
 function builders.minimax(_, cfg, file, notes)
+  -- MiniMaxConfig computes with these (its strict dataclass types them
+  -- int): a null one is no value, not its default
+  refuse_nulls(cfg, { "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_experts_per_tok", "num_local_experts", "block_size" }, file, "MiniMaxConfig")
   local t = with_defaults(cfg, M.MINIMAX_DEFAULTS)
   local r = reader(t, file)
   local m = llama_like(r, t, file, {})

@@ -172,7 +172,7 @@ static double gdn_fwd(const aps_model *m, const aps_device *d,
                    : 0.0) +
            aps_gemm_time(d, t->precision, x->T, x->h,
                          aps_gdn_out_width(m) / x->tp) +
-           aps_gdn_scan_flops(m, x->T) / x->tp / rate;
+           aps_gdn_scan_flops(m, x->T, x->sl) / x->tp / rate;
 }
 
 /** Output columns of the QKV projection (all TP ranks): Q (and the
@@ -338,7 +338,7 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
                       (double)m->mamba_head_dim) / x->tp;
     /* linear attention: the conv, norms, gates (gdn.c) */
     if (w->gdn_share > 0)
-        bytes += w->gdn_share * A * x->T * aps_gdn_elementwise_elems(m) / x->tp;
+        bytes += w->gdn_share * A * x->T * aps_gdn_elementwise_elems(m, x->sl) / x->tp;
     /* the attention output gate: sigmoid and product (gate, output in,
      * product out) */
     if (m->attention_output_gate)

@@ -249,7 +249,17 @@ double aps_gdn_params_tp(const aps_model *m, int64_t tp)
            (double)m->linear_value_head_dim; /* out_norm, replicated */
 }
 
-double aps_gdn_scan_flops(const aps_model *m, double T)
+/** Tokens of one lightning-attention block of a seq-token sequence: the
+ *  loop's first block is min(B, seq) long (MiniMaxLightningAttention:
+ *  current_block_size = end_idx - start_idx), so a block longer than the
+ *  sequence costs the sequence. */
+static double lightning_block(const aps_model *m, double seq)
+{
+    double B = (double)m->linear_block_size;
+    return seq >= 1.0 && seq < B ? seq : B;
+}
+
+double aps_gdn_scan_flops(const aps_model *m, double T, double seq)
 {
     if (aps_model_has_short_conv(m)) /* two products, memory-bound */
         return 0.0;
@@ -258,7 +268,7 @@ double aps_gdn_scan_flops(const aps_model *m, double T)
          * block loop: Q K^T and (.) V over the whole B x B block, 2 B d
          * (the decay mask zeroes the upper triangle after the product);
          * (Q q_decay) S and (K k_decay)^T V, 2 d^2 */
-        double B = (double)m->linear_block_size;
+        double B = lightning_block(m, seq);
         double d = (double)m->linear_value_head_dim;
         return 2.0 * T * (double)m->linear_num_value_heads *
                (2.0 * B * d + 2.0 * d * d);
@@ -276,12 +286,12 @@ double aps_gdn_scan_flops(const aps_model *m, double T)
     return 2.0 * T * (double)m->linear_num_value_heads * macs;
 }
 
-double aps_gdn_flops(const aps_model *m, double T)
+double aps_gdn_flops(const aps_model *m, double T, double seq)
 {
     return 2.0 * T * aps_gdn_matmul_params(m)                 /* projections */
            + 2.0 * T * aps_gdn_conv_dim(m) *
                  (double)m->linear_conv_kernel_dim            /* conv1d */
-           + aps_gdn_scan_flops(m, T);                        /* delta rule */
+           + aps_gdn_scan_flops(m, T, seq);                   /* delta rule */
 }
 
 /* What the autograd graph of GatedDeltaNet.forward (gdn.py @ d98e8a64)
@@ -361,7 +371,7 @@ static double lightning_saved_per_token(const aps_model *m,
     double A = APS_ACT_BYTES, F = APS_FP32_BYTES, V = value_width(m);
     double H = (double)m->linear_num_value_heads;
     double d = (double)m->linear_value_head_dim;
-    double B = (double)m->linear_block_size;
+    double B = lightning_block(m, (double)t->seq_length); /* no CP */
     return A * 3.0 * V                  /* qkv_proj output, SiLU input */
            + A * 3.0 * V                /* SiLU output: q, k, v */
            + A * H * B                  /* decayed Q K^T per block */
@@ -382,7 +392,7 @@ double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
     return T * per / tp;
 }
 
-double aps_gdn_elementwise_elems(const aps_model *m)
+double aps_gdn_elementwise_elems(const aps_model *m, double seq)
 {
     double conv = 2.0 * aps_gdn_conv_dim(m); /* the conv: in, out */
     /* short conv: B x and C conv_out (two in, one out each), the
@@ -399,7 +409,7 @@ double aps_gdn_elementwise_elems(const aps_model *m)
          * H d^2 / B (5 passes) */
         double V = value_width(m), H = (double)m->linear_num_value_heads;
         double d = (double)m->linear_value_head_dim;
-        double B = (double)m->linear_block_size;
+        double B = lightning_block(m, seq);
         return 40.0 * V + 2.0 * H * B + 5.0 * H * d * d / B;
     }
     /* Gated DeltaNet, KDA: the conv with SiLU, the L2 norm of q and k (in,
@@ -576,7 +586,22 @@ static aps_status validate_lightning(const aps_model *m, char *err, size_t n)
                 "full-attention layers are GQA)");
         return APS_EINVAL;
     }
-    return one_width(m, "lightning attention", err, n);
+    aps_status st = one_width(m, "lightning attention", err, n);
+    /* transformers builds num_attention_heads heads of head_dim (else
+     * hidden_size / heads) on the lightning layers as on the others */
+    int64_t d = m->head_dim > 0 ? m->head_dim
+                                : m->hidden_size / m->num_attention_heads;
+    if (st == APS_OK && (m->linear_num_key_heads != m->num_attention_heads ||
+                         m->linear_key_head_dim != d)) {
+        aps_fmt(err, n, "model.linear_num_key_heads: lightning attention has "
+                "the attention's heads, num_attention_heads = %lld of "
+                "head_dim = %lld (MiniMaxLightningAttention; got %lld x "
+                "%lld)", (long long)m->num_attention_heads, (long long)d,
+                (long long)m->linear_num_key_heads,
+                (long long)m->linear_key_head_dim);
+        return APS_EINVAL;
+    }
+    return st;
 }
 
 /** The mixer named by linear_attention needs linear layers; Kimi Delta
@@ -761,6 +786,14 @@ static const char *lightning_refusal(const aps_training *t,
     if (s->cp_degree > 1)
         return "lightning attention under context parallelism (the block "
                "loop's state across the ranks' shards) is not modelled";
+    /* op-level SAC (opsac.c) walks a softmax-attention layer's matmuls;
+     * the lightning layer's (qkv_proj, output_gate, the block loop's
+     * batched matmuls, out_proj) are not walked */
+    if (aps_profile(t)->op_sac_selective &&
+        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+        return "selective recompute of lightning-attention layers under "
+               "op-level selective activation checkpointing is not "
+               "modelled";
     return NULL;
 }
 

@@ -957,11 +957,12 @@ double aps_gdn_matmul_params(const aps_model *m);
  *  conv, dt_bias and A_log split over TP, the out_norm (dv) replicated;
  *  not the pre-norm. */
 double aps_gdn_params_tp(const aps_model *m, int64_t tp);
-/** Forward FLOPs of the chunked delta rule over T tokens (gdn.c). */
-double aps_gdn_scan_flops(const aps_model *m, double T);
+/** Forward FLOPs of the chunked delta rule (lightning attention's block
+ *  loop) over T tokens in sequences of seq tokens (gdn.c). */
+double aps_gdn_scan_flops(const aps_model *m, double T, double seq);
 /** Forward FLOPs of one Gated DeltaNet layer over T tokens: projections,
  *  conv and scan. */
-double aps_gdn_flops(const aps_model *m, double T);
+double aps_gdn_flops(const aps_model *m, double T, double seq);
 /** Bytes one Gated DeltaNet mixer saves for backward over T tokens on one
  *  of tp ranks, beyond its pre-norm's input and output. */
 double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
@@ -973,7 +974,7 @@ double aps_gdn_out_width(const aps_model *m);
  *  TP ranks: the conv (in, out) and Gated DeltaNet's and KDA's L2 norms
  *  and gated RMSNorm, or a short convolution's two products and its
  *  transpose copy (gdn.c). */
-double aps_gdn_elementwise_elems(const aps_model *m);
+double aps_gdn_elementwise_elems(const aps_model *m, double seq);
 /** Forward kernels of one linear-attention mixer from Python per
  *  micro-batch: a constant per mixer, plus, for lightning attention,
  *  transformers' Python loop over the ceil(seq_length / cp /

@@ -136,8 +136,13 @@ int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
 {
     int64_t edp = aps_moe_edp(s);
     /* HSDP under a profile whose experts are copied across replicas
-     * (TorchTitan's efsdp = dp_shard x cp x tp / ep; profile.c) */
-    if (aps_profile(t)->experts_replicated && plan->fsdp_like &&
+     * (TorchTitan's efsdp = dp_shard x cp x tp / ep; profile.c), or with
+     * the experts ordinary modules of a transformers class that NeMo
+     * AutoModel wraps as it wraps the rest (training.transformers_model:
+     * no expert mesh, fully_shard over the shard dimension) */
+    bool replicated = aps_profile(t)->experts_replicated ||
+                      (t->framework == APS_FW_AUTOMODEL && t->transformers_model);
+    if (replicated && plan->fsdp_like &&
         plan->replicate > 1 && edp % plan->replicate == 0)
         return edp / plan->replicate;
     return edp;

@@ -40,7 +40,7 @@ static double mix_mixer_flops(const aps_model *m, const aps_hybrid_counts *w,
         f += w->mamba_share * (aps_mamba_flops(m, S) -
                                2.0 * S * aps_mamba_matmul_params(m));
     if (w->gdn_share > 0)
-        f += w->gdn_share * (aps_gdn_flops(m, S) -
+        f += w->gdn_share * (aps_gdn_flops(m, S, S) -
                              2.0 * S * aps_gdn_matmul_params(m));
     return f;
 }

@@ -92,8 +92,8 @@ static void test_gdn_layer_cost(void **state)
     aps_model m;
     fx_qwen3_next(&m);
     double T = 4096.0;
-    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, T), 23971889152.0);
-    ASSERT_DBL_EXACT(aps_gdn_flops(&m, T), 300191973376.0);
+    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, T, 4096.0), 23971889152.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, T, 4096.0), 300191973376.0);
     aps_training t;
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, T, 1.0), 303562752.0);
@@ -446,7 +446,7 @@ static void test_kda_layer(void **state)
     ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 8192.0);
     ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 39460864.0);
     ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 39514272.0);
-    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0), 347637940224.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0, 4096.0), 347637940224.0);
     aps_training t;
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 115584.0);
@@ -630,10 +630,10 @@ static void test_short_conv_layer(void **state)
     ASSERT_DBL_EXACT(aps_gdn_out_width(&m), 2048.0);
     ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 16777216.0);
     ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 16783360.0);
-    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 4096.0), 0.0);
-    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0),
+    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 4096.0, 4096.0), 0.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0, 4096.0),
                      2.0 * 4096.0 * (16777216.0 + 6144.0));
-    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m), 20480.0);
+    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m, 4096.0), 20480.0);
     aps_training t;
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 24576.0);
@@ -777,10 +777,10 @@ static void test_lightning_layer(void **state)
     ASSERT_DBL_EXACT(aps_gdn_out_width(&m), 8192.0);
     ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 251658240.0);
     ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 251666432.0);
-    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 4096.0), 51539607552.0);
-    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0),
+    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 4096.0, 4096.0), 51539607552.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0, 4096.0),
                      2.0 * 4096.0 * 251658240.0 + 51539607552.0);
-    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m), 380928.0);
+    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m, 4096.0), 380928.0);
     aps_training t;
     fx_training(&t, 8, 4096);
     ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 253952.0);
@@ -791,6 +791,16 @@ static void test_lightning_layer(void **state)
     ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 28.0 + 13.0 * 128.0);
     t.seq_length = 4097; /* a partial last block is a block */
     ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 28.0 + 13.0 * 17.0);
+    /* a sequence shorter than a block is one block of its own length:
+     * 2 x 128 x 64 x (2 x 128 x 128 + 2 x 128^2) FLOPs; saved H B = 64 x
+     * 128 and H d^2 / B = 64 x 128 a token (2 bytes each): 253,952 -
+     * 32,768 + 16,384 - 8,192 + 16,384; memory-bound 40 x 8192 + 2 x 64 x
+     * 128 + 5 x 64 x 128 */
+    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 128.0, 128.0), 1073741824.0);
+    t.seq_length = 128;
+    ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 245760.0);
+    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m, 128.0), 385024.0);
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 28.0 + 13.0);
     ASSERT_DBL_EXACT(aps_gdn_attn_share(&m), 10.0 / 80.0);
     aps_param_counts c;
     aps_model_param_counts(&m, &c);
@@ -826,6 +836,12 @@ static void test_lightning_refusals(void **state)
     s.cp_degree = 2;
     ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
     assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    aps_strategy_defaults(&s);
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "op-level selective "
+               "activation checkpointing is not modelled");
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
 }
 
 static void test_lightning_validation(void **state)
@@ -848,6 +864,12 @@ static void test_lightning_validation(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
     ASSERT_HAS(err, "as many key heads as value heads of one width (got 64 "
                     "x 64 keys, 64 x 128 values)");
+    fx_minimax_m1(&m);
+    m.linear_num_key_heads = m.linear_num_value_heads = 32;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "lightning attention has the attention's heads, "
+                    "num_attention_heads = 64 of head_dim = 128 "
+                    "(MiniMaxLightningAttention; got 32 x 128)");
     fx_minimax_m1(&m);
     m.linear_attention_pattern[0] = '\0';
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);

@@ -171,6 +171,23 @@ describe("MiniMax-Text-01 / M1", function()
     assert.matches("transformers builds MiniMaxForCausalLM", yaml, 1, true)
   end)
 
+  -- AutoModel wraps transformers' experts as it wraps every module: under
+  -- HSDP they are sharded over the shard group alone (src/core/moe.c
+  -- aps_moe_expert_shard), so a GPU's weights do not shrink with replicas
+  it("shards transformers' experts over the FSDP group, not the replicas", function()
+    local function params(cluster, dp)
+      local code, out, err = H.apsearch("estimate", "--model", "examples/models/minimax-m1.json", "--cluster",
+        cluster, "--set", "training.global_batch_size=4096", "--strategy", "dp_degree=" .. dp ..
+        ",fsdp_degree=16,micro_batch_size=1,layer_recompute=full", "--format", "json")
+      assert.truthy(code == 0 or code == 1, err)
+      return cjson.decode(out).estimate.memory_breakdown.params
+    end
+    local one, many = params("gb200:4", 1), params("gb200:512", 128)
+    -- 456,089,655,296 fp32 master weights over 16 shards
+    assert.are.equal(456089655296 * 4 // 16, one)
+    assert.are.equal(one, many)
+  end)
+
   it("accepts a hand-written lightning model and checks its fields", function()
     local m = hf.from_config(m1(), "m.json")
     assert.are.equal(total, core.model_params(m).total)

@@ -682,6 +682,64 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
     return APS_OK;
 }
 
+/** The engine that trains each linear-attention mixer as apsearch prices
+ *  it, by aps_linear_attention: Gated DeltaNet Megatron-LM's
+ *  (experimental_attention_variant gdn @ d98e8a64), Kimi Delta Attention
+ *  NeMo AutoModel's own Kimi Linear / K3 (Megatron-LM has no KDA: gdn,
+ *  gdn2, dsa), LFM2's and MiniMax's NeMo AutoModel's through transformers'
+ *  class (no model of their own @ 36044ad3); no other engine apsearch
+ *  writes for has any of them.  `layers` and `refusal` name them in the
+ *  policy's error (aps_gdn_framework) and in a strategy's reason. */
+static const struct {
+    aps_framework fw;
+    const char *engine, *key, *built, *layers, *refusal;
+} MIXER_ENGINE[] = {
+    [APS_LINEAR_GDN] = {APS_FW_MEGATRON, "Megatron-LM", "megatron", "",
+                        "Gated DeltaNet layers",
+                        "Gated DeltaNet models are priced for Megatron-LM "
+                        "only"},
+    [APS_LINEAR_KDA] = {APS_FW_AUTOMODEL, "NeMo AutoModel", "automodel", "",
+                        "Kimi Delta Attention layers",
+                        "Kimi Delta Attention models are priced for NeMo "
+                        "AutoModel only (Megatron-LM, TorchTitan and "
+                        "MindFormers have no KDA layer)"},
+    [APS_LINEAR_SHORT_CONV] = {APS_FW_AUTOMODEL, "NeMo AutoModel",
+                               "automodel",
+                               ", which trains transformers' Lfm2ForCausalLM "
+                               "or Lfm2MoeForCausalLM",
+                               "LFM2's gated short convolutions",
+                               "LFM2's gated short convolutions are priced "
+                               "for NeMo AutoModel only (Megatron-LM, "
+                               "TorchTitan and MindFormers have no such "
+                               "layer)"},
+    [APS_LINEAR_LIGHTNING] = {APS_FW_AUTOMODEL, "NeMo AutoModel", "automodel",
+                              ", which trains transformers' "
+                              "MiniMaxForCausalLM",
+                              "MiniMax's lightning attention",
+                              "MiniMax's lightning attention is priced for "
+                              "NeMo AutoModel only (Megatron-LM, TorchTitan "
+                              "and MindFormers have no such layer)"},
+};
+
+aps_status aps_gdn_framework(const aps_model *m, const aps_training *t,
+                             char *err, size_t n)
+{
+    if (!aps_model_has_gdn(m) ||
+        t->framework == MIXER_ENGINE[m->linear_attention].fw)
+        return APS_OK;
+    aps_fmt(err, n, "training.framework: %s has %s, priced for %s only "
+            "(framework = %s%s)%s", m->name,
+            MIXER_ENGINE[m->linear_attention].layers,
+            MIXER_ENGINE[m->linear_attention].engine,
+            MIXER_ENGINE[m->linear_attention].key,
+            MIXER_ENGINE[m->linear_attention].built,
+            m->linear_attention == APS_LINEAR_GDN
+                ? ""
+                : ": Megatron-LM, TorchTitan and MindFormers have no such "
+                  "layer");
+    return APS_ENOTIMPL;
+}
+
 /** Why a Kimi Delta Attention model cannot be priced, or NULL: NeMo
  *  AutoModel is the framework that trains it (Megatron-LM @ d98e8a64 has
  *  no KDA: experimental_attention_variant gdn, gdn2, dsa), and its
@@ -689,13 +747,9 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
  *  (ModelCapabilities supports_tp = supports_pp = False, model.py
  *  l.1117-1123 @ 36044ad3); its context parallelism (FLA passing the
  *  recurrent state rank to rank, MLA gathering the latent) is not priced. */
-static const char *kda_refusal(const aps_model *m, const aps_training *t,
-                               const aps_strategy *s, aps_reason *code)
+static const char *kda_refusal(const aps_model *m, const aps_strategy *s,
+                               aps_reason *code)
 {
-    if (t->framework != APS_FW_AUTOMODEL)
-        return "Kimi Delta Attention models are priced for NeMo AutoModel "
-               "only (Megatron-LM, TorchTitan and MindFormers have no KDA "
-               "layer)";
     *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
     bool k3 = m->attn_res_block_size > 0;
     if (s->tp_degree > 1)
@@ -731,14 +785,9 @@ static const char *kda_refusal(const aps_model *m, const aps_training *t,
  *  which Lfm2Model calls pos_emb and embedding_norm, and it refuses tied
  *  embeddings (validate_hf_model_for_pipeline_support); context
  *  parallelism would split the causal conv's window between ranks. */
-static const char *short_conv_refusal(const aps_training *t,
-                                      const aps_strategy *s,
+static const char *short_conv_refusal(const aps_strategy *s,
                                       aps_reason *code)
 {
-    if (t->framework != APS_FW_AUTOMODEL)
-        return "LFM2's gated short convolutions are priced for NeMo "
-               "AutoModel only (Megatron-LM, TorchTitan and MindFormers have "
-               "no such layer)";
     if (s->tp_degree > 1)
         return "LFM2 under tensor parallelism (AutoModel takes transformers' "
                "Lfm2ForCausalLM._tp_plan, which shards the LM head alone) is "
@@ -767,14 +816,8 @@ static const char *short_conv_refusal(const aps_training *t,
  *  context parallelism (the block loop's state runs over the whole
  *  sequence on one rank). */
 static const char *lightning_refusal(const aps_training *t,
-                                     const aps_strategy *s, aps_reason *code)
+                                     const aps_strategy *s)
 {
-    if (t->framework != APS_FW_AUTOMODEL) {
-        *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
-        return "MiniMax's lightning attention is priced for NeMo AutoModel "
-               "only (Megatron-LM, TorchTitan and MindFormers have no such "
-               "layer)";
-    }
     if (s->tp_degree > 1)
         return "MiniMax under tensor parallelism (transformers' "
                "base_model_tp_plan leaves the lightning layers' qkv_proj, "
@@ -801,12 +844,14 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
+    if (t->framework != MIXER_ENGINE[m->linear_attention].fw)
+        return MIXER_ENGINE[m->linear_attention].refusal;
     if (aps_model_has_lightning(m))
-        return lightning_refusal(t, s, code);
+        return lightning_refusal(t, s); /* each NOT_MODELLED */
     if (aps_model_has_short_conv(m))
-        return short_conv_refusal(t, s, code);
+        return short_conv_refusal(s, code);
     if (aps_model_has_kda(m))
-        return kda_refusal(m, t, s, code);
+        return kda_refusal(m, s, code);
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank
      * is priced by its own layers (aps_stage_layer_cost, the gdn.c file
      * comment), a recomputed layer as the rank's mean layer as for the
@@ -816,8 +861,6 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
         return "Gated DeltaNet models: Megatron-Core splits the delta-rule "
                "scan over CP by an all-to-all of heads (gated_delta_net/"
                "common.py), which is not modelled";
-    if (t->framework != APS_FW_MEGATRON)
-        return "Gated DeltaNet models are priced for Megatron-LM only";
     /* MLA on the full-attention layers is priced by the model's mean
      * share of them (moe.c aps_moe_layer_cost): one rank's own share is
      * not */

@@ -983,6 +983,13 @@ double aps_gdn_kernels(const aps_model *m, const aps_training *t,
                        const aps_strategy *s);
 /** Checks the Gated DeltaNet fields (model.c calls it). */
 aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n);
+/** The framework check of a model with linear-attention layers: APS_OK
+ *  when training.framework is the engine that trains its mixer as priced
+ *  (gdn.c MIXER_ENGINE), else APS_ENOTIMPL with "training.framework: ..."
+ *  naming the model, its layers and that engine (training.c calls it once
+ *  per policy). */
+aps_status aps_gdn_framework(const aps_model *m, const aps_training *t,
+                             char *err, size_t n);
 /** Why a Gated DeltaNet model cannot be priced with this strategy, or
  *  NULL; *code is the reason (APS_REASON_NOT_MODELLED: apsearch's
  *  pricing, not Megatron-LM, refuses it). */

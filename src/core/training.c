@@ -807,39 +807,9 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         return APS_EINVAL;
     if (check_graph_modules(m, t, err, n) != APS_OK)
         return APS_EINVAL;
-    /* Kimi Delta Attention: NeMo AutoModel's; Gated DeltaNet: Megatron-
-     * LM's (gdn.c aps_gdn_refusal) */
-    if (aps_model_has_kda(m) && t->framework != APS_FW_AUTOMODEL) {
-        aps_fmt(err, n, "training.framework: %s has Kimi Delta Attention "
-                "layers, priced for NeMo AutoModel only (framework = "
-                "automodel): Megatron-LM, TorchTitan and MindFormers have no "
-                "KDA layer", m->name);
+    /* each linear-attention mixer its engine's (gdn.c MIXER_ENGINE) */
+    if (aps_gdn_framework(m, t, err, n) != APS_OK)
         return APS_ENOTIMPL;
-    }
-    if (aps_model_has_short_conv(m) && t->framework != APS_FW_AUTOMODEL) {
-        aps_fmt(err, n, "training.framework: %s has LFM2's gated short "
-                "convolutions, priced for NeMo AutoModel only (framework = "
-                "automodel, which trains transformers' Lfm2ForCausalLM or "
-                "Lfm2MoeForCausalLM): "
-                "Megatron-LM, TorchTitan and MindFormers have no such layer",
-                m->name);
-        return APS_ENOTIMPL;
-    }
-    if (aps_model_has_lightning(m) && t->framework != APS_FW_AUTOMODEL) {
-        aps_fmt(err, n, "training.framework: %s has MiniMax's lightning "
-                "attention, priced for NeMo AutoModel only (framework = "
-                "automodel, which trains transformers' MiniMaxForCausalLM): "
-                "Megatron-LM, TorchTitan and MindFormers have no such layer",
-                m->name);
-        return APS_ENOTIMPL;
-    }
-    if (m->linear_attention == APS_LINEAR_GDN && aps_model_has_gdn(m) &&
-        t->framework != APS_FW_MEGATRON) {
-        aps_fmt(err, n, "training.framework: %s has Gated DeltaNet layers, "
-                "priced for Megatron-LM only (framework = megatron)",
-                m->name);
-        return APS_ENOTIMPL;
-    }
     if (aps_model_is_hybrid(m) && t->mtp_num_layers > 0 &&
         m->mtp_layer_pattern[0] == '\0') {
         aps_fmt(err, n, "training.mtp_num_layers = %lld: a hybrid model's MTP "

@@ -822,9 +822,18 @@ static void test_lightning_refusals(void **state)
     aps_reason code = APS_REASON_NONE;
     ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "lightning attention is "
                "priced for NeMo AutoModel only");
-    assert_int_equal(code, APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_int_equal(code, APS_REASON_NOT_MODELLED); /* as KDA's, LFM2's */
+    char err[256];
+    assert_int_equal(aps_gdn_framework(&m, &t, err, sizeof err),
+                     APS_ENOTIMPL);
+    ASSERT_HAS(err, "training.framework: minimax-m1-80k has MiniMax's "
+                    "lightning attention, priced for NeMo AutoModel only "
+                    "(framework = automodel, which trains transformers' "
+                    "MiniMaxForCausalLM): Megatron-LM, TorchTitan and "
+                    "MindFormers have no such layer");
     t.framework = APS_FW_AUTOMODEL;
     assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+    assert_int_equal(aps_gdn_framework(&m, &t, err, sizeof err), APS_OK);
     s.tp_degree = 2;
     ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "leaves the lightning "
                "layers' qkv_proj");

@@ -107,10 +107,14 @@ typedef enum { APS_NORM_RMSNORM = 0, APS_NORM_LAYERNORM } aps_norm;
  *  / M1's lightning attention (qkv_proj h -> 3 H d through SiLU, a decayed
  *  linear attention over blocks of linear_block_size tokens, an RMSNorm
  *  over H d gated by sigmoid(output_gate(x)), out_proj; transformers
- *  models/minimax MiniMaxLightningAttention @ 008e5743). */
+ *  models/minimax MiniMaxLightningAttention @ 008e5743) or Jamba's
+ *  Mamba-1 mixer (in_proj h -> 2D into x, z; a depthwise causal conv over
+ *  x; x_proj D -> R + 2N into dt, B, C, each RMS-normed; dt_proj R -> D;
+ *  the selective scan over a D x N state; out_proj D -> h; transformers
+ *  models/jamba JambaMambaMixer, src/core/selscan.c). */
 typedef enum {
     APS_LINEAR_GDN = 0, APS_LINEAR_KDA, APS_LINEAR_SHORT_CONV,
-    APS_LINEAR_LIGHTNING
+    APS_LINEAR_LIGHTNING, APS_LINEAR_MAMBA1
 } aps_linear_attention;
 /** Position embedding: RoPE, learned absolute, ALiBi, or none (Nemotron-H's
  *  attention layers: Megatron --position-embedding-type none). */
@@ -574,6 +578,14 @@ typedef struct {
                                           attention is computed as Q K^T,
                                           across blocks through the H d x d
                                           state; 0 for the other mixers */
+    int64_t linear_inner_size;       /**< D: channels of a Mamba-1 mixer
+                                          (HF mamba_expand x hidden_size);
+                                          0 for the other mixers */
+    int64_t linear_state_dim;        /**< N: state per channel of a Mamba-1
+                                          mixer (HF mamba_d_state, 16) */
+    int64_t linear_dt_rank;          /**< R: rank of a Mamba-1 mixer's time
+                                          step projection (HF mamba_dt_rank,
+                                          ceil(hidden_size / 16) for "auto") */
     bool linear_beta_doubled;        /**< the Gated DeltaNet's beta is 2
                                           sigmoid(b), in [0, 2] (OLMo Hybrid
                                           linear_allow_neg_eigval,
@@ -613,11 +625,15 @@ typedef struct {
     aps_linear_attention linear_attention; /**< the linear layers' mixer:
                                           Gated DeltaNet (default), Kimi
                                           Delta Attention, LFM2's gated
-                                          short convolution or MiniMax's
-                                          lightning attention (gdn.c; the
-                                          short convolution reads only
+                                          short convolution, MiniMax's
+                                          lightning attention or Jamba's
+                                          Mamba-1 mixer (gdn.c; the short
+                                          convolution reads only
                                           linear_conv_kernel_dim, its
-                                          width is hidden_size) */
+                                          width is hidden_size; Mamba-1
+                                          reads linear_inner_size,
+                                          linear_state_dim, linear_dt_rank
+                                          and the conv width) */
     char linear_attention_pattern[APS_MAX_HYBRID_LAYERS + 1]; /**< one
                                           letter a layer, L linear
                                           attention, A full attention

@@ -1636,7 +1636,7 @@ local MODEL_FIELDS = { "name", "num_layers", "hidden_size", "num_attention_heads
   -- linear attention (Qwen3-Next, Kimi Linear / K3) and Kimi K3's additions
   "linear_attention", "linear_attention_period", "linear_attention_pattern", "linear_num_key_heads",
   "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
-  "linear_block_size", "linear_output_gate_full_rank", "linear_beta_doubled", "mla_output_gate", "attn_res_block_size", "moe_latent_norm",
+  "linear_block_size", "linear_inner_size", "linear_state_dim", "linear_dt_rank", "linear_output_gate_full_rank", "linear_beta_doubled", "mla_output_gate", "attn_res_block_size", "moe_latent_norm",
   "qk_norm_weightless",
   -- heterogeneous layers (Llama-Nemotron NAS; per_layer is then their mean)
   "nas_attention_pattern", "nas_ffn_pattern", "nas_ffn_widths" }

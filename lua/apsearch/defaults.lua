@@ -46,13 +46,22 @@ end
 --- Linear-attention mixers only transformers' classes have, which NeMo
 -- AutoModel trains as transformers builds them (no model of its own:
 -- src/core/gdn.c), by `linear_attention`: the model family (and with its
--- article), what the layers are called, and its classes without and with
--- experts.
+-- article), what the layers are called, its classes without and with
+-- experts, the mixer (`what`), what the letters of its
+-- linear_attention_pattern are and what a launch file without the mixer
+-- runs instead (`letters`, `instead`),
+-- and `no_selective` when selective recompute of its layers under
+-- op-level checkpointing is not priced (src/core/gdn.c aps_gdn_refusal).
 M.TRANSFORMERS_MIXERS = {
   short_conv = { family = "LFM2", a = "an LFM2", layers = "gated short convolutions",
-    classes = { "Lfm2ForCausalLM", "Lfm2MoeForCausalLM" } },
+    classes = { "Lfm2ForCausalLM", "Lfm2MoeForCausalLM" }, what = "gated short convolutions", letters = "L short convolution, A attention",
+    instead = "attend" },
   lightning = { family = "MiniMax", a = "a MiniMax", layers = "lightning-attention layers",
-    classes = { "MiniMaxForCausalLM", "MiniMaxForCausalLM" } },
+    classes = { "MiniMaxForCausalLM", "MiniMaxForCausalLM" }, what = "lightning attention", letters = "L lightning attention, A softmax attention",
+    instead = "use softmax attention", no_selective = true },
+  mamba1 = { family = "Jamba", a = "a Jamba", layers = "Mamba-1 layers",
+    classes = { "JambaForCausalLM", "JambaForCausalLM" }, what = "Mamba-1 mixers", letters = "L Mamba-1, A attention",
+    instead = "attend", no_selective = true },
 }
 
 --- The model's entry of M.TRANSFORMERS_MIXERS, or nil.
@@ -377,9 +386,10 @@ function M.search_space(model, cluster, training)
   if type(pattern) == "string" and pattern ~= "" and not pattern:find("[^M]") then
     space.layer_recompute = { "none", "full" }
   end
-  -- lightning attention: its layers under AutoModel's op-level selective
-  -- checkpointing are not priced (src/core/gdn.c lightning_refusal)
-  if model.linear_attention == "lightning" then space.layer_recompute = { "none", "full" } end
+  -- lightning attention, Mamba-1: their layers under AutoModel's op-level
+  -- selective checkpointing are not priced (src/core/gdn.c)
+  local mixer = M.transformers_mixer(model)
+  if mixer and mixer.no_selective then space.layer_recompute = { "none", "full" } end
   return space
 end
 

@@ -3180,6 +3180,107 @@ function builders.minimax(_, cfg, file, notes)
   return m
 end
 
+---------------------------------------------------------------- Jamba
+-- transformers configuration_jamba.py @ 161d2bed (JambaConfig; the 5.x
+-- class maps num_local_experts to num_experts) and modular_jamba.py
+-- @ 01596202 (JambaAttentionDecoderLayer, JambaMambaDecoderLayer,
+-- JambaMambaMixer, JambaSparseMoeBlock).
+
+--- JambaConfig's defaults of the keys read here ("auto" dt rank: ceil of
+-- hidden_size / M.JAMBA_DT_RANK_DIVISOR).
+M.JAMBA_DEFAULTS = { vocab_size = 65536, hidden_size = 4096, intermediate_size = 14336, num_hidden_layers = 32,
+  num_attention_heads = 32, num_key_value_heads = 8, num_experts_per_tok = 2, num_experts = 16,
+  expert_layer_period = 2, expert_layer_offset = 1, attn_layer_period = 8, attn_layer_offset = 4,
+  mamba_d_state = 16, mamba_d_conv = 4, mamba_expand = 2, mamba_dt_rank = "auto", mamba_conv_bias = true,
+  mamba_proj_bias = false, use_mamba_kernels = true, tie_word_embeddings = false }
+
+--- JambaConfig's "auto" mamba_dt_rank: math.ceil(hidden_size / 16).
+M.JAMBA_DT_RANK_DIVISOR = 16
+
+-- A JambaConfig period and offset: offset < period (JambaConfig's
+-- _check_supported_offset raises otherwise).
+local function jamba_period(r, cfg, key, file)
+  local period, offset = r.int(key .. "_period"), config_int(cfg[key .. "_offset"], 0, file, key .. "_offset")
+  if offset >= period then
+    util.fail(file, key .. "_offset", ("expected less than %s_period = %d (JambaConfig raises)"):format(key,
+      period), offset)
+  end
+  return period, offset
+end
+
+--- Jamba (`jamba`: Jamba v0.1, 1.5, 1.6, 1.7, Jamba Reasoning): Mistral's
+-- layer without positions (JambaAttention applies no rotary embedding)
+-- whose mixer is attention on the layers i % attn_layer_period ==
+-- attn_layer_offset and Jamba's Mamba-1 mixer on the others (D =
+-- mamba_expand x hidden_size channels, mamba_d_state, mamba_dt_rank,
+-- mamba_d_conv: src/core/selscan.c), and whose FFN is num_experts SwiGLU
+-- experts of intermediate_size on the layers i % expert_layer_period ==
+-- expert_layer_offset (a softmax top-k router, the chosen weights not
+-- renormalised) and a SwiGLU MLP on the others (every layer with one
+-- expert).  Priced as NeMo AutoModel trains transformers' JambaForCausalLM
+-- with mamba_ssm's kernels.
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
+--   projection biases, a conv without bias, use_mamba_kernels false or
+--   no attention layer
+function builders.jamba(_, raw, file, notes)
+  refuse_nulls(raw, { "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_experts_per_tok", "attn_layer_period", "attn_layer_offset", "expert_layer_period", "expert_layer_offset",
+    "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank" }, file, "JambaConfig")
+  if not is_null(raw.num_experts) and not is_null(raw.num_local_experts) and
+      raw.num_experts ~= raw.num_local_experts then
+    util.fail(file, "num_local_experts", "expected num_experts (JambaConfig reads one as the other)",
+      raw.num_local_experts)
+  end
+  local cfg = with_defaults(with_aliases(raw, { num_local_experts = "num_experts" }), M.JAMBA_DEFAULTS)
+  local r = reader(cfg, file)
+  local m = llama_like(r, cfg, file, {})
+  m.position_embedding = "none"
+  for _, k in ipairs({ "mamba_proj_bias", "mamba_conv_bias", "use_mamba_kernels" }) do
+    if cfg[k] ~= M.JAMBA_DEFAULTS[k] then
+      not_modelled(file, k, ({ mamba_proj_bias = "biases on the Mamba-1 in_proj and out_proj are not modelled",
+        mamba_conv_bias = "a Mamba-1 conv without bias is not modelled",
+        use_mamba_kernels = "transformers' slow_forward (a Python loop over the sequence, without mamba_ssm's " ..
+          "kernels) is not modelled" })[k], cfg[k])
+    end
+  end
+  if not is_null(raw.sliding_window) then
+    note(notes, file, "sliding_window: JambaAttention passes no window to its attention: not priced (as it runs)")
+  end
+  local ap, ao = jamba_period(r, cfg, "attn_layer", file)
+  local p = {}
+  for i = 0, m.num_layers - 1 do p[i + 1] = i % ap == ao and "A" or "L" end
+  local pattern = table.concat(p)
+  local E = r.int("num_experts")
+  local ep, eo = jamba_period(r, cfg, "expert_layer", file)
+  if E > 1 and eo < m.num_layers then
+    m.num_experts, m.experts_per_token = E, r.int("num_experts_per_tok")
+    m.moe_ffn_hidden_size = m.ffn_hidden_size
+    m.moe_layer_freq, m.moe_layer_phase = ep, eo
+    m.moe_router_pre_softmax = true -- JambaSparseMoeBlock: softmax, top-k, no renormalisation
+    aux_loss(m, cfg, file, "router_aux_loss_coef")
+  end
+  if not pattern:find("L", 1, true) then return m end -- every layer attention
+  if not pattern:find("A", 1, true) then
+    not_modelled(file, "attn_layer_offset", ("a Jamba model without an attention layer (num_hidden_layers = %d) " ..
+      "is not modelled"):format(m.num_layers), ao)
+  end
+  local expand, h = cfg.mamba_expand, m.hidden_size
+  if not util.is_integer(expand) or expand < 1 or expand * h > M.MAX_CONFIG_INT then
+    util.fail(file, "mamba_expand", "expected a positive integer (JambaConfig: intermediate_size = mamba_expand x " ..
+      "hidden_size)", expand)
+  end
+  local rank = cfg.mamba_dt_rank
+  if rank == "auto" then rank = (h + M.JAMBA_DT_RANK_DIVISOR - 1) // M.JAMBA_DT_RANK_DIVISOR end
+  m.linear_attention, m.linear_attention_pattern = "mamba1", pattern
+  m.linear_inner_size = math.tointeger(expand * h)
+  m.linear_state_dim = r.int("mamba_d_state")
+  m.linear_dt_rank = config_int(rank, 1, file, "mamba_dt_rank")
+  m.linear_conv_kernel_dim = r.int("mamba_d_conv")
+  note(notes, file, "Jamba's Mamba-1 layers are trained by NeMo AutoModel through transformers' JambaForCausalLM " ..
+    "only (FSDP2; no tensor, pipeline, context or expert parallelism): a built policy uses framework = automodel")
+  return m
+end
+
 --- Glm4MoeLiteConfig's defaults (transformers modular_glm4_moe_lite.py @
 -- 75a5f8b5; they are GLM-4.7-Flash's shape) for the keys a
 -- `glm4_moe_lite` config may leave out; topk_method is Glm4MoeTopkRouter's
@@ -6607,7 +6708,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
                     "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
-                    "bailing_moe_v2", "bailing_moe", "lfm2_moe", "minimax" }
+                    "bailing_moe_v2", "bailing_moe", "lfm2_moe", "minimax", "jamba" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -6640,6 +6741,7 @@ M.ARCHITECTURES = {
   -- MiniMax-Text-01 / M1: transformers' class and the remote code's
   -- (MiniMaxAI/MiniMax-Text-01, MiniMax-M1-40k / 80k config.json)
   MiniMaxForCausalLM = "minimax", MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax",
+  JambaForCausalLM = "jamba",
 }
 
 --- Modelling classes of types apsearch knows and does not model
@@ -6657,7 +6759,7 @@ M.UNMODELLED_ARCHITECTURES = {
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
   -- the classes transformers' modeling files (and vLLM's registry, for
   -- MiniMax-Text-01 / M1) give the types M.UNMODELLED refuses
-  JambaForCausalLM = "jamba", Zamba2ForCausalLM = "zamba2", LongcatFlashForCausalLM = "longcat_flash",
+  Zamba2ForCausalLM = "zamba2", LongcatFlashForCausalLM = "longcat_flash",
   Gemma3nForConditionalGeneration = "gemma3n",
   Gemma3nForCausalLM = "gemma3n_text",
 }
@@ -6683,8 +6785,10 @@ M.NOT_LIKE = {
   qwen = 'Qwen v1 (QWenLMHeadModel: one c_attn GEMM with biases, no grouped K/V heads, an intermediate_size ' ..
     'twice its MLP width), not the model of "qwen2"',
   opt = 'OPT (learned positions, a ReLU MLP, LayerNorms with biases), not the model of "mpt"',
-  falcon_mamba = 'Falcon-Mamba (Mamba-1 mixers), not the model of "falcon"',
-  mamba = 'Mamba-1 (the selective scan with x_proj and dt_proj), not the SSD mixers of "mamba2"',
+  falcon_mamba = 'Falcon-Mamba (Mamba-1 mixers without MLPs, through the fused mamba_inner_fn), not the model ' ..
+    'of "falcon"; Mamba-1 mixers are modelled inside Jamba\'s layers ("jamba") only',
+  mamba = 'Mamba-1 (the selective scan with x_proj and dt_proj, without MLPs, through the fused mamba_inner_fn), ' ..
+    'not the SSD mixers of "mamba2"; Mamba-1 mixers are modelled inside Jamba\'s layers ("jamba") only',
   hunyuan = 'Hunyuan-Large (K/V shared across layers, use_cla and cla_share_factor), not the model of ' ..
     '"hunyuan_v1_moe"',
 }
@@ -6761,10 +6865,6 @@ M.UNMODELLED = {
     "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits); a config giving num_experts, " ..
     "first_k_dense_replace and share_expert_dim instead says none of them: give its text model as a step3p5 " ..
     "config",
-  -- transformers configuration_jamba.py (JambaMambaMixer: Mamba-1's selective scan)
-  jamba = "Jamba's Mamba-1 mixers (mamba_d_state, mamba_dt_rank, mamba_expand: the selective scan with its " ..
-    "x_proj and dt_proj; apsearch's hybrid layers are Mamba-2) among attention layers (attn_layer_period, " ..
-    "attn_layer_offset) and MoE layers (num_experts, expert_layer_period, expert_layer_offset) are not modelled",
   -- transformers configuration_zamba2.py (Zamba2HybridLayer: a shared transformer block)
   zamba2 = "Zamba2's shared transformer blocks (num_mem_blocks of them, reused at the hybrid layers of " ..
     "layers_block_type, on the concatenation of the hidden state and the embeddings, with per-use LoRA adapters: " ..

@@ -101,7 +101,10 @@ M.model = {
   linear_block_size = "nonnegint",
   -- the linear layers' mixer and, instead of the period, their pattern
   -- (one letter a layer: L linear attention, A full attention)
-  linear_attention = enum("gated_deltanet", "kda", "short_conv", "lightning"), linear_attention_pattern = "string",
+  linear_attention = enum("gated_deltanet", "kda", "short_conv", "lightning", "mamba1"),
+  linear_attention_pattern = "string",
+  -- Jamba's Mamba-1 mixer: channels, state per channel, time-step rank
+  linear_inner_size = "nonnegint", linear_state_dim = "nonnegint", linear_dt_rank = "nonnegint",
   -- Kimi K3: KDA's full-rank output gate, MLA's output gate, block
   -- attention residuals, the latent experts' output norm
   linear_output_gate_full_rank = "bool", linear_beta_doubled = "bool", mla_output_gate = "bool", attn_res_block_size = "nonnegint",

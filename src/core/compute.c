@@ -156,23 +156,33 @@ static double mamba_fwd(const aps_model *m, const aps_device *d,
 /** Forward of one linear-attention mixer on one TP rank: the
  *  projections from h (Gated DeltaNet's in_proj, h -> (2K + 2V + 2nv) /
  *  t; KDA's q, k, v, gate downs and beta, aps_gdn_in_proj_width), KDA's
- *  gate ups (dv -> 2V / t), out_proj (row parallel, V / t -> h), and the
- *  chunked delta rule (gdn.c aps_gdn_scan_flops / t; none in LFM2's
- *  short convolution, whose products are memory-bound) in FLA's Triton
- *  kernels, priced as the fused attention kernels are. */
+ *  gate ups (dv -> 2V / t) or Mamba-1's x_proj and dt_proj (aps_gdn_
+ *  inner_gemms), out_proj (row parallel, V / t -> h), and the chunked
+ *  delta rule (gdn.c aps_gdn_scan_flops / t; none in LFM2's short
+ *  convolution, whose products are memory-bound) in FLA's Triton kernels,
+ *  priced as the fused attention kernels are -- but Mamba-1's selective
+ *  scan, mamba_ssm's CUDA kernel on the CUDA cores, at the device's
+ *  measured rate per state element of Mamba-2's scan (aps_ssd_scan_rate:
+ *  no published training measurement of the selective scan alone was
+ *  found; docs/modeling.md "Jamba's Mamba-1 layers"). */
 static double gdn_fwd(const aps_model *m, const aps_device *d,
                       const aps_training *t, const layer_shape *x)
 {
     double rate = d->peak_flops_bf16 * aps_attention_efficiency(d, t);
-    double up = aps_gdn_gate_up_width(m);
+    aps_gemm_nk g[2];
+    double inner = 0.0;
+    for (int i = 0, k = aps_gdn_inner_gemms(m, g); i < k; i++)
+        inner += aps_gemm_time(d, t->precision, x->T, g[i].n / x->tp, g[i].k);
+    double scan = aps_model_has_mamba1(m)
+                      ? aps_selscan_state_elems(m, x->T) / x->tp /
+                            aps_ssd_scan_rate(d)
+                      : aps_gdn_scan_flops(m, x->T, x->sl) / x->tp / rate;
     return aps_gemm_time(d, t->precision, x->T,
                          aps_gdn_in_proj_width(m) / x->tp, x->h) +
-           (up > 0 ? aps_gemm_time(d, t->precision, x->T, up / x->tp,
-                                   (double)m->linear_value_head_dim)
-                   : 0.0) +
+           inner +
            aps_gemm_time(d, t->precision, x->T, x->h,
                          aps_gdn_out_width(m) / x->tp) +
-           aps_gdn_scan_flops(m, x->T, x->sl) / x->tp / rate;
+           scan;
 }
 
 /** Output columns of the QKV projection (all TP ranks): Q (and the

@@ -92,6 +92,10 @@
  * MiniMax-Text-01 model in NeMo AutoModel @ 36044ad3 or TorchTitan):
  * NeMo AutoModel trains transformers' MiniMaxForCausalLM, FSDP2 only
  * (aps_gdn_refusal).
+ *
+ * Jamba's Mamba-1 mixer (linear_attention = mamba1): its widths, saved
+ * tensors, kernels and refusals are selscan.c's; the functions here hand
+ * them on.
  */
 #include <math.h>
 #include <string.h>
@@ -190,6 +194,8 @@ static double value_width(const aps_model *m)
 {
     if (aps_model_has_short_conv(m))
         return (double)m->hidden_size;
+    if (aps_model_has_mamba1(m)) /* D */
+        return (double)m->linear_inner_size;
     return (double)m->linear_num_value_heads *
            (double)m->linear_value_head_dim;
 }
@@ -204,33 +210,44 @@ double aps_gdn_in_proj_width(const aps_model *m)
         return 3.0 * value_width(m);
     if (aps_model_has_lightning(m)) /* qkv_proj; output_gate */
         return 4.0 * value_width(m);
+    if (aps_model_has_mamba1(m)) /* x, z */
+        return 2.0 * value_width(m);
     if (aps_model_has_kda(m)) /* q, k, v; f_a; g_a (or K3's g_proj); b */
         return 2.0 * key_width(m) + value_width(m) + dv +
                (m->linear_output_gate_full_rank ? value_width(m) : dv) + nv;
     return 2.0 * key_width(m) + 2.0 * value_width(m) + 2.0 * nv;
 }
 
-double aps_gdn_gate_up_width(const aps_model *m)
+int aps_gdn_inner_gemms(const aps_model *m, aps_gemm_nk out[2])
 {
+    if (aps_model_has_mamba1(m))
+        return aps_selscan_inner_gemms(m, out);
     if (!aps_model_has_kda(m))
-        return 0.0;
+        return 0;
     /* f_b, and g_b unless the output gate is one full-rank g_proj */
-    return (m->linear_output_gate_full_rank ? 1.0 : 2.0) * value_width(m);
+    out[0] = (aps_gemm_nk){
+        (m->linear_output_gate_full_rank ? 1.0 : 2.0) * value_width(m),
+        (double)m->linear_value_head_dim};
+    return 1;
 }
 
 double aps_gdn_conv_dim(const aps_model *m)
 {
     if (aps_model_has_lightning(m)) /* no conv */
         return 0.0;
+    if (aps_model_has_mamba1(m)) /* over x */
+        return value_width(m);
     return 2.0 * key_width(m) + value_width(m); /* short conv: K = 0 */
 }
 
 double aps_gdn_matmul_params(const aps_model *m)
 {
     double h = (double)m->hidden_size;
-    return h * aps_gdn_in_proj_width(m) +
-           (double)m->linear_value_head_dim * aps_gdn_gate_up_width(m) +
-           value_width(m) * h;
+    aps_gemm_nk g[2];
+    double inner = 0.0;
+    for (int i = 0, k = aps_gdn_inner_gemms(m, g); i < k; i++)
+        inner += g[i].n * g[i].k;
+    return h * aps_gdn_in_proj_width(m) + inner + value_width(m) * h;
 }
 
 double aps_gdn_params_tp(const aps_model *m, int64_t tp)
@@ -242,6 +259,8 @@ double aps_gdn_params_tp(const aps_model *m, int64_t tp)
         return (aps_gdn_matmul_params(m) + conv) / t;
     if (aps_model_has_lightning(m)) /* the norm over H d; no TP (refused) */
         return aps_gdn_matmul_params(m) / t + value_width(m);
+    if (aps_model_has_mamba1(m)) /* no TP (refused) */
+        return (aps_gdn_matmul_params(m) + aps_selscan_other_params(m)) / t;
     /* A_log and dt_bias: nv each (GDN); nv and nv dv (KDA's per-channel
      * dt_bias, KimiKDAFp32Params) */
     double gates = aps_model_has_kda(m) ? nv + value_width(m) : 2.0 * nv;
@@ -263,6 +282,8 @@ double aps_gdn_scan_flops(const aps_model *m, double T, double seq)
 {
     if (aps_model_has_short_conv(m)) /* two products, memory-bound */
         return 0.0;
+    if (aps_model_has_mamba1(m))
+        return aps_selscan_scan_flops(m, T);
     if (aps_model_has_lightning(m)) {
         /* multiply-adds per token and head of MiniMaxLightningAttention's
          * block loop: Q K^T and (.) V over the whole B x B block, 2 B d
@@ -385,7 +406,8 @@ static double lightning_saved_per_token(const aps_model *m,
 double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp)
 {
-    double per = aps_model_has_lightning(m)  ? lightning_saved_per_token(m, t)
+    double per = aps_model_has_mamba1(m)     ? aps_selscan_saved_per_token(m, t)
+                 : aps_model_has_lightning(m) ? lightning_saved_per_token(m, t)
                  : aps_model_has_short_conv(m) ? short_conv_saved_per_token(m, t)
                  : aps_model_has_kda(m)      ? kda_saved_per_token(m, t)
                                              : gdn_saved_per_token(m, t);
@@ -394,6 +416,8 @@ double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
 
 double aps_gdn_elementwise_elems(const aps_model *m, double seq)
 {
+    if (aps_model_has_mamba1(m))
+        return aps_selscan_elementwise_elems(m);
     double conv = 2.0 * aps_gdn_conv_dim(m); /* the conv: in, out */
     /* short conv: B x and C conv_out (two in, one out each), the
      * transpose's copy (in, out) */
@@ -425,6 +449,8 @@ double aps_gdn_kernels(const aps_model *m, const aps_training *t,
         double B = (double)m->linear_block_size;
         return APS_HK_LIGHTNING + APS_HK_LIGHTNING_BLOCK * ceil(sl / B);
     }
+    if (aps_model_has_mamba1(m))
+        return aps_selscan_kernels();
     return aps_model_has_short_conv(m) ? APS_HK_SHORT_CONV
            : aps_model_has_kda(m)      ? APS_HK_KDA
                                        : APS_HK_GDN;
@@ -461,17 +487,22 @@ static aps_status validate_widths(const aps_model *m, char *err, size_t n)
                 (long long)m->linear_conv_kernel_dim);
         return APS_EINVAL;
     }
+    bool headless = aps_model_has_short_conv(m) || aps_model_has_mamba1(m);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        bool sc_heads = aps_model_has_short_conv(m) && f[i].head;
+        bool sc_heads = headless && f[i].head;
         if (lightning && !f[i].head)
             continue; /* the conv: checked above */
         bool bad = aps_model_has_gdn(m) && !sc_heads
                        ? (f[i].v < 1 || f[i].v > APS_MAX_HYBRID_WIDTH)
                        : f[i].v != 0;
         if (bad && sc_heads) {
-            aps_fmt(err, n, "model.%s: a gated short convolution "
-                    "(linear_attention = short_conv) has no heads, its width "
-                    "is hidden_size: give 0 (got %lld)", f[i].f,
+            aps_fmt(err, n, aps_model_has_mamba1(m)
+                        ? "model.%s: a Mamba-1 mixer (linear_attention = "
+                          "mamba1) has no heads, its width is "
+                          "linear_inner_size: give 0 (got %lld)"
+                        : "model.%s: a gated short convolution "
+                          "(linear_attention = short_conv) has no heads, its "
+                          "width is hidden_size: give 0 (got %lld)", f[i].f,
                     (long long)f[i].v);
             return APS_EINVAL;
         }
@@ -615,7 +646,8 @@ static aps_status validate_kda(const aps_model *m, char *err, size_t n)
         return st;
     if (!aps_model_has_gdn(m)) {
         static const char *const name[] = {"gated_deltanet", "kda",
-                                           "short_conv", "lightning"};
+                                           "short_conv", "lightning",
+                                           "mamba1"};
         aps_fmt(err, n, "model.linear_attention: %s given without a "
                 "linear_attention_pattern or linear_attention_period",
                 name[m->linear_attention]);
@@ -623,6 +655,8 @@ static aps_status validate_kda(const aps_model *m, char *err, size_t n)
     }
     if (aps_model_has_lightning(m))
         return validate_lightning(m, err, n);
+    if (aps_model_has_mamba1(m)) /* aps_selscan_validate: its widths */
+        return APS_OK;
     /* LFM2's and LFM2-MoE's attention layers are GQA */
     if (aps_model_has_short_conv(m) && m->kv_lora_rank > 0) {
         aps_fmt(err, n, "model.kv_lora_rank: short convolutions beside "
@@ -659,10 +693,12 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
     if (st == APS_OK)
         st = validate_widths(m, err, n);
     if (st == APS_OK)
+        st = aps_selscan_validate(m, err, n);
+    if (st == APS_OK)
         st = validate_kda(m, err, n);
     if (st != APS_OK || !aps_model_has_gdn(m))
         return st;
-    if (!aps_model_has_short_conv(m) &&
+    if (!aps_model_has_short_conv(m) && !aps_model_has_mamba1(m) &&
         m->linear_num_value_heads % m->linear_num_key_heads != 0) {
         aps_fmt(err, n, "model.linear_num_value_heads: %lld is not a multiple "
                 "of linear_num_key_heads %lld (Megatron TransformerConfig)",
@@ -686,8 +722,8 @@ aps_status aps_gdn_validate(const aps_model *m, char *err, size_t n)
  *  it, by aps_linear_attention: Gated DeltaNet Megatron-LM's
  *  (experimental_attention_variant gdn @ d98e8a64), Kimi Delta Attention
  *  NeMo AutoModel's own Kimi Linear / K3 (Megatron-LM has no KDA: gdn,
- *  gdn2, dsa), LFM2's and MiniMax's NeMo AutoModel's through transformers'
- *  class (no model of their own @ 36044ad3); no other engine apsearch
+ *  gdn2, dsa), LFM2's, MiniMax's and Jamba's NeMo AutoModel's through
+ *  transformers' class (no model of their own @ 36044ad3); no other engine apsearch
  *  writes for has any of them.  `layers` and `refusal` name them in the
  *  policy's error (aps_gdn_framework) and in a strategy's reason. */
 static const struct {
@@ -719,6 +755,12 @@ static const struct {
                               "MiniMax's lightning attention is priced for "
                               "NeMo AutoModel only (Megatron-LM, TorchTitan "
                               "and MindFormers have no such layer)"},
+    [APS_LINEAR_MAMBA1] = {APS_FW_AUTOMODEL, "NeMo AutoModel", "automodel",
+                           ", which trains transformers' JambaForCausalLM",
+                           "Jamba's Mamba-1 layers",
+                           "Jamba's Mamba-1 layers are priced for NeMo "
+                           "AutoModel only (Megatron-LM, TorchTitan and "
+                           "MindFormers have no Mamba-1 mixer)"},
 };
 
 aps_status aps_gdn_framework(const aps_model *m, const aps_training *t,
@@ -848,6 +890,8 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
         return MIXER_ENGINE[m->linear_attention].refusal;
     if (aps_model_has_lightning(m))
         return lightning_refusal(t, s); /* each NOT_MODELLED */
+    if (aps_model_has_mamba1(m))
+        return aps_selscan_refusal(t, s); /* each NOT_MODELLED */
     if (aps_model_has_short_conv(m))
         return short_conv_refusal(s, code);
     if (aps_model_has_kda(m))

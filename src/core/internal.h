@@ -930,6 +930,11 @@ static inline bool aps_model_has_lightning(const aps_model *m)
     return aps_model_has_gdn(m) &&
            m->linear_attention == APS_LINEAR_LIGHTNING;
 }
+/** True when the linear layers are Jamba's Mamba-1 mixers. */
+static inline bool aps_model_has_mamba1(const aps_model *m)
+{
+    return aps_model_has_gdn(m) && m->linear_attention == APS_LINEAR_MAMBA1;
+}
 /** Adds the attention and Gated DeltaNet layers among the model's layers
  *  from .. from + n - 1 (0-based) to out's attn and gdn counts. */
 void aps_gdn_count(const aps_model *m, int64_t from, int64_t n,
@@ -946,9 +951,14 @@ void aps_gdn_mix(const aps_model *m, aps_hybrid_counts *out);
  *  projections and beta, 2 nk dk + nv dv + 2 dv + nv; lightning
  *  attention's qkv_proj and output_gate, 4 H d (gdn.c). */
 double aps_gdn_in_proj_width(const aps_model *m);
-/** Output width of KDA's gate up projections (f_b, g_b: dv -> nv dv
- *  each), 2 nv dv; 0 for Gated DeltaNet. */
-double aps_gdn_gate_up_width(const aps_model *m);
+/** One GEMM of a mixer: n output columns over depth k, all TP ranks. */
+typedef struct { double n, k; } aps_gemm_nk;
+/** The GEMMs of a linear-attention mixer whose input is not the hidden
+ *  state, into out; returns how many (at most 2): KDA's gate up
+ *  projections (f_b, g_b: dv -> nv dv each, one GEMM of their widths),
+ *  Mamba-1's x_proj (D -> R + 2N) and dt_proj (R -> D); none for the
+ *  others (gdn.c). */
+int aps_gdn_inner_gemms(const aps_model *m, aps_gemm_nk out[2]);
 /** Channels of the depthwise conv, 2 nk dk + nv dv. */
 double aps_gdn_conv_dim(const aps_model *m);
 /** The projections' weights of one linear-attention mixer. */
@@ -968,7 +978,7 @@ double aps_gdn_flops(const aps_model *m, double T, double seq);
 double aps_gdn_saved_bytes(const aps_model *m, const aps_training *t,
                            double T, double tp);
 /** Output width of the mixer's core, out_proj's input: nv dv; a short
- *  convolution's h. */
+ *  convolution's h; a Mamba-1 mixer's D. */
 double aps_gdn_out_width(const aps_model *m);
 /** Elements one mixer's memory-bound kernels read and write a token, all
  *  TP ranks: the conv (in, out) and Gated DeltaNet's and KDA's L2 norms
@@ -998,6 +1008,29 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
 /** The share of the model's layers with full (softmax) attention: 1
  *  without linear attention. */
 double aps_gdn_attn_share(const aps_model *m);
+
+/* ---- selscan.c: Jamba's Mamba-1 mixer (linear_attention = mamba1) ---- */
+
+/** Its GEMMs from inside the mixer into out (x_proj, dt_proj); returns 2. */
+int aps_selscan_inner_gemms(const aps_model *m, aps_gemm_nk out[2]);
+/** Its parameters outside the GEMMs: conv weights and bias, dt_proj's
+ *  bias, A_log, D and the dt, B and C norms' weights. */
+double aps_selscan_other_params(const aps_model *m);
+/** State elements its selective scan updates over T tokens, T D N. */
+double aps_selscan_state_elems(const aps_model *m, double T);
+/** FLOPs of its selective scan over T tokens (selscan.c). */
+double aps_selscan_scan_flops(const aps_model *m, double T);
+/** Bytes it saves for backward a token (selscan.c). */
+double aps_selscan_saved_per_token(const aps_model *m, const aps_training *t);
+/** Elements its memory-bound kernels read and write a token. */
+double aps_selscan_elementwise_elems(const aps_model *m);
+/** Forward kernels of its layer's mixer block from Python. */
+double aps_selscan_kernels(void);
+/** Checks its fields: the three widths given with it only. */
+aps_status aps_selscan_validate(const aps_model *m, char *err, size_t n);
+/** Why its model cannot be priced with this strategy, or NULL
+ *  (APS_REASON_NOT_MODELLED). */
+const char *aps_selscan_refusal(const aps_training *t, const aps_strategy *s);
 
 /* ---- nas.c: heterogeneous layers (Llama-Nemotron NAS) ---- */
 

@@ -63,10 +63,11 @@ APSL_ENUM(enum_glu_activation, "silu, gelu_tanh, quick_gelu, situ, gelu",
           {"silu", APS_GLU_SILU}, {"gelu_tanh", APS_GLU_GELU_TANH},
           {"quick_gelu", APS_GLU_QUICK_GELU}, {"situ", APS_GLU_SITU},
           {"gelu", APS_GLU_GELU});
-APSL_ENUM(enum_linear_attention, "gated_deltanet, kda, short_conv, lightning",
+APSL_ENUM(enum_linear_attention,
+          "gated_deltanet, kda, short_conv, lightning, mamba1",
           {"gated_deltanet", APS_LINEAR_GDN}, {"kda", APS_LINEAR_KDA},
           {"short_conv", APS_LINEAR_SHORT_CONV},
-          {"lightning", APS_LINEAR_LIGHTNING});
+          {"lightning", APS_LINEAR_LIGHTNING}, {"mamba1", APS_LINEAR_MAMBA1});
 APSL_ENUM(enum_norm, "rmsnorm, layernorm",
           {"rmsnorm", APS_NORM_RMSNORM}, {"layernorm", APS_NORM_LAYERNORM});
 APSL_ENUM(enum_pos, "rope, learned, alibi, none",
@@ -375,6 +376,9 @@ static const apsl_field model_fields[] = {
     FLD(aps_model, linear_key_head_dim, FT_OINT, NULL),
     FLD(aps_model, linear_value_head_dim, FT_OINT, NULL),
     FLD(aps_model, linear_block_size, FT_OINT, NULL),
+    FLD(aps_model, linear_inner_size, FT_OINT, NULL),
+    FLD(aps_model, linear_state_dim, FT_OINT, NULL),
+    FLD(aps_model, linear_dt_rank, FT_OINT, NULL),
     FLD(aps_model, linear_conv_kernel_dim, FT_OINT, NULL),
     FLD(aps_model, linear_attention, FT_OENUM, &enum_linear_attention),
     FLD(aps_model, linear_attention_pattern, FT_OPATTERN, NULL),

@@ -443,7 +443,10 @@ static void test_kda_layer(void **state)
     aps_model m;
     fx_kimi_linear(&m);
     ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 12576.0);
-    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 8192.0);
+    aps_gemm_nk g[2];
+    assert_int_equal(aps_gdn_inner_gemms(&m, g), 1); /* f_b, g_b: dv -> 2V */
+    ASSERT_DBL_EXACT(g[0].n, 8192.0);
+    ASSERT_DBL_EXACT(g[0].k, 128.0);
     ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 39460864.0);
     ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 39514272.0);
     ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0, 4096.0), 347637940224.0);
@@ -569,7 +572,9 @@ static void test_kda_full_rank_gate(void **state)
     m.linear_num_key_heads = m.linear_num_value_heads = 96;
     m.linear_output_gate_full_rank = true;
     ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 49376.0);
-    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 12288.0);
+    aps_gemm_nk g[2];
+    assert_int_equal(aps_gdn_inner_gemms(&m, g), 1); /* f_b alone: dv -> V */
+    ASSERT_DBL_EXACT(g[0].n, 12288.0);
     aps_training t;
     fx_training(&t, 8, 4096);
     double full = aps_gdn_saved_bytes(&m, &t, 1.0, 1.0);
@@ -626,7 +631,8 @@ static void test_short_conv_layer(void **state)
     fx_lfm2(&m);
     ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 6144.0);
     ASSERT_DBL_EXACT(aps_gdn_conv_dim(&m), 2048.0);
-    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 0.0);
+    aps_gemm_nk g[2];
+    assert_int_equal(aps_gdn_inner_gemms(&m, g), 0);
     ASSERT_DBL_EXACT(aps_gdn_out_width(&m), 2048.0);
     ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 16777216.0);
     ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 16783360.0);
@@ -773,7 +779,8 @@ static void test_lightning_layer(void **state)
     fx_minimax_m1(&m);
     ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 32768.0);
     ASSERT_DBL_EXACT(aps_gdn_conv_dim(&m), 0.0);
-    ASSERT_DBL_EXACT(aps_gdn_gate_up_width(&m), 0.0);
+    aps_gemm_nk g[2];
+    assert_int_equal(aps_gdn_inner_gemms(&m, g), 0);
     ASSERT_DBL_EXACT(aps_gdn_out_width(&m), 8192.0);
     ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 251658240.0);
     ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 251666432.0);
@@ -892,6 +899,161 @@ static void test_lightning_validation(void **state)
                     "length, given without linear_attention = lightning");
 }
 
+/* Jamba 1.5 Mini (ai21labs/AI21-Jamba-1.5-Mini config.json): 32 layers,
+ * attention on i % 8 == 4, 16 experts on the odd layers; the Mamba-1
+ * mixer of D = 2 x 4096 channels, state 16, dt rank 256, conv 4. */
+static void fx_jamba_mini(aps_model *m)
+{
+    aps_model_defaults(m);
+    snprintf(m->name, sizeof m->name, "jamba-1.5-mini");
+    m->num_layers = 32;
+    m->hidden_size = 4096;
+    m->num_attention_heads = 32;
+    m->num_query_groups = 8;
+    m->ffn_hidden_size = 14336;
+    m->vocab_size = 65536;
+    m->position_embedding = APS_POS_NONE;
+    m->num_experts = 16;
+    m->experts_per_token = 2;
+    m->moe_ffn_hidden_size = 14336;
+    m->moe_layer_freq = 2;
+    m->moe_layer_phase = 1;
+    m->moe_router_pre_softmax = true;
+    m->linear_attention = APS_LINEAR_MAMBA1;
+    for (int i = 0; i < 32; i++)
+        m->linear_attention_pattern[i] = i % 8 == 4 ? 'A' : 'L';
+    m->linear_attention_pattern[32] = '\0';
+    m->linear_inner_size = 8192;
+    m->linear_state_dim = 16;
+    m->linear_dt_rank = 256;
+    m->linear_conv_kernel_dim = 4;
+    fx_validate(m);
+}
+
+/* The mixer (transformers JambaMambaMixer): in_proj 4096 x 16,384 =
+ * 67,108,864, x_proj 8192 x (256 + 32) = 2,359,296, dt_proj 256 x 8192 =
+ * 2,097,152, out_proj 8192 x 4096 = 33,554,432: 105,119,744 GEMM weights;
+ * conv 8192 x 4 + 8192 bias, dt_proj's bias 8192, A_log 8192 x 16, D
+ * 8192, the dt, B, C norms 256 + 2 x 16: 188,704 more.  Over 4096 tokens:
+ * the scan 8 x 4096 x 8192 x 16 = 4,294,967,296 FLOPs; the layer 2 x 4096
+ * x 105,119,744 + 2 x 4096 x 8192 x 4 (conv) + the scan =
+ * 865,704,345,600.  Saved a token (bf16 2 bytes, fp32 4): in_proj's
+ * output 2 x 16,384; the conv output and its copy 2 x 16,384; the norms
+ * (4 + 2) x 288; dt_proj's input 2 x 256; delta, z, B, C 2 x 16,416; the
+ * chunk states 4 x 8192 x 32 x 2 chunks / 4096 tokens = 512; the scan
+ * output and out_proj's input 2 x 2 x 8192: 133,888.  Memory-bound
+ * elements: 10 x 8192 + 18 x 288 + 4 x 16 = 87,168.  Totals: the
+ * embedding and output layer 2 x 65,536 x 4096; 4 attention layers 4096
+ * x (4096 + 2 x 1024) + 4096 x 4096 = 41,943,040, 28 Mamba-1 mixers
+ * 105,308,448; 16 dense MLPs 3 x 4096 x 14,336 = 176,160,768 and 16 MoE
+ * blocks of 16 of them with the router 65,536; two norms a layer and the
+ * final one: 51,570,323,328 (AI21: "52B"), active with two experts
+ * 12,110,311,296 (AI21: "12B active"). */
+static void test_mamba1_layer(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_jamba_mini(&m);
+    ASSERT_DBL_EXACT(aps_gdn_in_proj_width(&m), 16384.0);
+    ASSERT_DBL_EXACT(aps_gdn_conv_dim(&m), 8192.0);
+    ASSERT_DBL_EXACT(aps_gdn_out_width(&m), 8192.0);
+    aps_gemm_nk g[2];
+    assert_int_equal(aps_gdn_inner_gemms(&m, g), 2);
+    ASSERT_DBL_EXACT(g[0].n, 288.0); /* x_proj: D -> R + 2N */
+    ASSERT_DBL_EXACT(g[0].k, 8192.0);
+    ASSERT_DBL_EXACT(g[1].n, 8192.0); /* dt_proj: R -> D */
+    ASSERT_DBL_EXACT(g[1].k, 256.0);
+    ASSERT_DBL_EXACT(aps_gdn_matmul_params(&m), 105119744.0);
+    ASSERT_DBL_EXACT(aps_gdn_params_tp(&m, 1), 105308448.0);
+    ASSERT_DBL_EXACT(aps_gdn_scan_flops(&m, 4096.0, 4096.0), 4294967296.0);
+    ASSERT_DBL_EXACT(aps_gdn_flops(&m, 4096.0, 4096.0), 865704345600.0);
+    ASSERT_DBL_EXACT(aps_selscan_state_elems(&m, 4096.0), 536870912.0);
+    ASSERT_DBL_EXACT(aps_gdn_elementwise_elems(&m, 4096.0), 87168.0);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 133888.0);
+    /* one 2048-token chunk state for a 1024-token sequence: 4 x 8192 x 32
+     * / 1024 = 1024 bytes a token, 512 more */
+    t.seq_length = 1024;
+    ASSERT_DBL_EXACT(aps_gdn_saved_bytes(&m, &t, 1.0, 1.0), 134400.0);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    ASSERT_DBL_EXACT(aps_gdn_kernels(&m, &t, &s), 53.0);
+    ASSERT_DBL_EXACT(aps_gdn_attn_share(&m), 4.0 / 32.0);
+    aps_param_counts c;
+    aps_model_param_counts(&m, &c);
+    ASSERT_DBL_EXACT(c.embedding + c.layers + c.final_norm + c.output_layer,
+                     51570323328.0);
+}
+
+/* NeMo AutoModel trains transformers' JambaForCausalLM: another framework
+ * is refused; TP, PP, CP and selective recompute under op-level SAC are
+ * not modelled. */
+static void test_mamba1_refusals(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_jamba_mini(&m);
+    aps_training t;
+    fx_training(&t, 64, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_reason code = APS_REASON_NONE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "Jamba's Mamba-1 layers "
+               "are priced for NeMo AutoModel only");
+    char err[256];
+    assert_int_equal(aps_gdn_framework(&m, &t, err, sizeof err),
+                     APS_ENOTIMPL);
+    ASSERT_HAS(err, "training.framework: jamba-1.5-mini has Jamba's Mamba-1 "
+                    "layers, priced for NeMo AutoModel only (framework = "
+                    "automodel, which trains transformers' "
+                    "JambaForCausalLM)");
+    t.framework = APS_FW_AUTOMODEL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+    s.tp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "JambaForCausalLM._tp_plan");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    aps_strategy_defaults(&s);
+    s.pp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "model.rotary_emb");
+    aps_strategy_defaults(&s);
+    s.cp_degree = 2;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
+    aps_strategy_defaults(&s);
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "op-level selective");
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+}
+
+static void test_mamba1_validation(void **state)
+{
+    (void)state;
+    char err[256];
+    aps_model m;
+    fx_jamba_mini(&m);
+    m.linear_state_dim = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_state_dim: must be in [1, 1048576] with "
+                    "Mamba-1 layers (got 0)");
+    fx_jamba_mini(&m);
+    m.linear_num_value_heads = 4;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_num_value_heads: a Mamba-1 mixer "
+                    "(linear_attention = mamba1) has no heads, its width is "
+                    "linear_inner_size: give 0 (got 4)");
+    fx_jamba_mini(&m);
+    m.linear_conv_kernel_dim = 0;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_conv_kernel_dim: must be in [1, 1048576]");
+    /* a Mamba-1 width on another mixer is refused */
+    fx_lfm2(&m);
+    m.linear_dt_rank = 256;
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_dt_rank: a Mamba-1 mixer's width, given "
+                    "without linear_attention = mamba1 layers (got 256)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -915,6 +1077,9 @@ int main(void)
         cmocka_unit_test(test_lightning_layer),
         cmocka_unit_test(test_lightning_refusals),
         cmocka_unit_test(test_lightning_validation),
+        cmocka_unit_test(test_mamba1_layer),
+        cmocka_unit_test(test_mamba1_refusals),
+        cmocka_unit_test(test_mamba1_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

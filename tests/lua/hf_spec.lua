@@ -940,7 +940,7 @@ describe("model types a new user brings", function()
     assert.matches("(read as longcat_flash by its architectures class LongcatFlashForCausalLM): LongCat-Flash's",
       H.err_of(hf.from_config, { architectures = { "LongcatFlashForCausalLM" }, hidden_size = 1024 }, "l.json"), 1,
       true)
-    assert.matches("(read as jamba by its architectures class JambaForCausalLM)",
-      H.err_of(hf.from_config, { architectures = { "JambaForCausalLM" } }, "j.json"), 1, true)
+    assert.matches("(read as zamba2 by its architectures class Zamba2ForCausalLM)",
+      H.err_of(hf.from_config, { architectures = { "Zamba2ForCausalLM" } }, "z.json"), 1, true)
   end)
 end)

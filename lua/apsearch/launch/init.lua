@@ -389,6 +389,8 @@ M.LLAMA_BLOCK_LACKS = {
     "engine has them (apsearch prices them for NeMo AutoModel)", "short_conv" },
   { "linear_attention", "MiniMax's lightning attention (linear_attention = lightning): no model of this engine " ..
     "has it (apsearch prices it for NeMo AutoModel)", "lightning" },
+  { "linear_attention", "Jamba's Mamba-1 mixers (linear_attention = mamba1): no model of this engine has them " ..
+    "(apsearch prices them for NeMo AutoModel)", "mamba1" },
   { "nas_ffn_pattern", "heterogeneous layers (Llama-Nemotron NAS block_configs: attention left out of some " ..
     "layers, each layer's MLP width its own): the Llama block is the same on every layer" },
   { "msa_layers", "MiniMax-M3's block-sparse attention (msa_layers with their indexer): the Llama block " ..

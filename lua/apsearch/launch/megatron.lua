@@ -842,6 +842,8 @@ M.ARCH_SOURCES = {
     "gdn, gdn2, dsa)",
   short_conv = "no gated short convolution in megatron/core (transformer_config.py:301 " ..
     "experimental_attention_variant: gdn, gdn2, dsa; the hybrid stack's layers are Mamba-2, attention, MLP, MoE)",
+  mamba1 = "no Mamba-1 mixer in megatron/core (ssm/mamba_mixer.py is Mamba-2's SSD; transformer_config.py:301 " ..
+    "experimental_attention_variant: gdn, gdn2, dsa)",
   lightning = "no lightning attention in megatron/core (transformer_config.py:301 experimental_attention_variant: " ..
     "gdn, gdn2, dsa)",
   msa = "no block-sparse attention in megatron/core (experimental_attention_variant_module_specs.py: the " ..
@@ -1358,15 +1360,11 @@ function M.global_attention_notes(m, N)
       ": L Kimi Delta Attention, A MLA)", M.ARCH_SOURCES.kda,
       "the script's layers all have multi-latent attention: not the model estimated (NeMo AutoModel trains it)")
   end
-  if m.linear_attention == "short_conv" then
-    not_written(N, "LFM2's gated short convolutions on the linear layers (" .. (m.linear_attention_pattern or "") ..
-      ": L short convolution, A attention)", M.ARCH_SOURCES.short_conv,
-      "the script's layers all attend: not the model estimated (NeMo AutoModel trains it)")
-  end
-  if m.linear_attention == "lightning" then
-    not_written(N, "MiniMax's lightning attention on the linear layers (" .. (m.linear_attention_pattern or "") ..
-      ": L lightning attention, A softmax attention)", M.ARCH_SOURCES.lightning,
-      "the script's layers all use softmax attention: not the model estimated (NeMo AutoModel trains it)")
+  local mixer = require("apsearch.defaults").transformers_mixer(m)
+  if mixer then
+    not_written(N, ("%s's %s on the linear layers (%s: %s)"):format(mixer.family, mixer.what,
+      m.linear_attention_pattern or "", mixer.letters), M.ARCH_SOURCES[m.linear_attention],
+      "the script's layers all " .. mixer.instead .. ": not the model estimated (NeMo AutoModel trains it)")
   end
   if m.msa_layers then
     not_written(N, ("MiniMax-M3's block-sparse attention on %d of %d layers (a selection-only indexer of %d heads " ..

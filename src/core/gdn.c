@@ -817,68 +817,90 @@ static const char *kda_refusal(const aps_model *m, const aps_strategy *s,
     return NULL;
 }
 
-/** Why an LFM2 model cannot be priced, or NULL: NeMo AutoModel trains
- *  it as transformers builds it (no model of its own @ 36044ad3).  Its
- *  tensor parallelism would shard the LM head alone (Lfm2ForCausalLM.
- *  _tp_plan = {"lm_head": "colwise_rep"}, no base_model_tp_plan; the
- *  parallelizer's _get_parallel_plan takes that HF plan), which is not
- *  modelled; its pipeline forward for Hugging Face models reads
- *  model.rotary_emb and model.norm (pipelining/hf_utils.py l.177, 202),
- *  which Lfm2Model calls pos_emb and embedding_norm, and it refuses tied
- *  embeddings (validate_hf_model_for_pipeline_support); context
- *  parallelism would split the causal conv's window between ranks. */
-static const char *short_conv_refusal(const aps_strategy *s,
-                                      aps_reason *code)
-{
-    if (s->tp_degree > 1)
-        return "LFM2 under tensor parallelism (AutoModel takes transformers' "
-               "Lfm2ForCausalLM._tp_plan, which shards the LM head alone) is "
-               "not modelled";
-    *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
-    if (s->pp_degree > 1)
-        return "NeMo AutoModel cannot pipeline LFM2: its pipeline forward "
-               "for Hugging Face models calls model.rotary_emb, which "
-               "Lfm2Model names pos_emb (pipelining/hf_utils.py l.177 @ "
-               "36044ad3)";
-    *code = APS_REASON_NOT_MODELLED;
-    if (s->cp_degree > 1)
-        return "LFM2 under context parallelism (the causal conv's window "
-               "across the ranks' shards) is not modelled";
-    return NULL;
-}
+/** Why a model whose mixer NeMo AutoModel trains as transformers builds
+ *  it cannot be priced with a strategy, by aps_linear_attention (no
+ *  AutoModel model of its own @ 36044ad3), the reason's code beside each:
+ *  - LFM2: its tensor parallelism would shard the LM head alone
+ *    (Lfm2ForCausalLM._tp_plan = {"lm_head": "colwise_rep"}, no
+ *    base_model_tp_plan; the parallelizer's _get_parallel_plan takes that
+ *    HF plan); its pipeline forward for Hugging Face models reads
+ *    model.rotary_emb and model.norm (pipelining/hf_utils.py l.177, 202),
+ *    which Lfm2Model calls pos_emb and embedding_norm, and it refuses tied
+ *    embeddings (validate_hf_model_for_pipeline_support); context
+ *    parallelism would split the causal conv's window between ranks.
+ *  - MiniMax's lightning attention: transformers' tensor-parallel plan
+ *    (MiniMaxConfig.base_model_tp_plan @ 008e5743) shards the
+ *    full-attention layers' q, k, v, o and the experts but names none of
+ *    the lightning layers' projections, which would stay whole on every
+ *    rank; its pipeline stages (AutoModel's Hugging Face pipeline forward
+ *    with MiniMaxCache) and context parallelism (the block loop's state
+ *    runs over the whole sequence on one rank) are not modelled.
+ *  - Jamba's Mamba-1 layers (selscan.c): JambaForCausalLM._tp_plan is
+ *    MixtralForCausalLM's, the LM head alone (JambaConfig has no
+ *    base_model_tp_plan); the pipeline forward reads model.rotary_emb,
+ *    which JambaModel does not have (no RoPE), and model.norm, which it
+ *    calls final_layernorm; context parallelism would split the scan's
+ *    state and the conv's window between ranks.
+ *  `sac`: op-level SAC (opsac.c) walks a softmax-attention layer's
+ *  matmuls, not the mixer's (the lightning layer's block loop, the
+ *  Mamba-1 mixer's projections and scan), so selective recompute under it
+ *  is not modelled; NULL where it is priced. */
+typedef struct {
+    const char *tp, *pp, *cp, *sac;
+    aps_reason pp_code;
+} class_refusals;
+static const class_refusals CLASS_REFUSAL[] = {
+    [APS_LINEAR_SHORT_CONV] = {
+        "LFM2 under tensor parallelism (AutoModel takes transformers' "
+        "Lfm2ForCausalLM._tp_plan, which shards the LM head alone) is not "
+        "modelled",
+        "NeMo AutoModel cannot pipeline LFM2: its pipeline forward for "
+        "Hugging Face models calls model.rotary_emb, which Lfm2Model names "
+        "pos_emb (pipelining/hf_utils.py l.177 @ 36044ad3)",
+        "LFM2 under context parallelism (the causal conv's window across the "
+        "ranks' shards) is not modelled",
+        NULL, APS_REASON_FRAMEWORK_UNSUPPORTED},
+    [APS_LINEAR_LIGHTNING] = {
+        "MiniMax under tensor parallelism (transformers' base_model_tp_plan "
+        "leaves the lightning layers' qkv_proj, output_gate and out_proj "
+        "whole on every rank) is not modelled",
+        "MiniMax's transformers class over pipeline stages is not modelled",
+        "lightning attention under context parallelism (the block loop's "
+        "state across the ranks' shards) is not modelled",
+        "selective recompute of lightning-attention layers under op-level "
+        "selective activation checkpointing is not modelled",
+        APS_REASON_NOT_MODELLED},
+    [APS_LINEAR_MAMBA1] = {
+        "Jamba under tensor parallelism (AutoModel takes transformers' "
+        "JambaForCausalLM._tp_plan, which shards the LM head alone) is not "
+        "modelled",
+        "NeMo AutoModel cannot pipeline Jamba: its pipeline forward for "
+        "Hugging Face models calls model.rotary_emb, which JambaModel does "
+        "not have (pipelining/hf_utils.py l.177 @ 36044ad3)",
+        "Mamba-1 layers under context parallelism (the scan's state and the "
+        "conv's window across the ranks' shards) are not modelled",
+        "selective recompute of Mamba-1 layers under op-level selective "
+        "activation checkpointing is not modelled",
+        APS_REASON_FRAMEWORK_UNSUPPORTED},
+};
 
-/** Why a MiniMax lightning-attention model cannot be priced, or NULL:
- *  NeMo AutoModel trains it as transformers builds it (MiniMaxForCausalLM;
- *  no model of its own @ 36044ad3).  transformers' tensor-parallel plan
- *  for it (MiniMaxConfig.base_model_tp_plan @ 008e5743) shards the
- *  full-attention layers' q, k, v, o and the experts but names none of
- *  the lightning layers' projections, which would stay whole on every
- *  rank: not modelled; nor are its pipeline stages (AutoModel's Hugging
- *  Face pipeline forward, pipelining/hf_utils.py, with MiniMaxCache) nor
- *  context parallelism (the block loop's state runs over the whole
- *  sequence on one rank). */
-static const char *lightning_refusal(const aps_training *t,
-                                     const aps_strategy *s)
+/** CLASS_REFUSAL's reason for the model's mixer and strategy s, or NULL. */
+static const char *class_refusal(const aps_model *m, const aps_training *t,
+                                 const aps_strategy *s, aps_reason *code)
 {
+    const class_refusals *r = &CLASS_REFUSAL[m->linear_attention];
+    *code = APS_REASON_NOT_MODELLED;
     if (s->tp_degree > 1)
-        return "MiniMax under tensor parallelism (transformers' "
-               "base_model_tp_plan leaves the lightning layers' qkv_proj, "
-               "output_gate and out_proj whole on every rank) is not "
-               "modelled";
-    if (s->pp_degree > 1)
-        return "MiniMax's transformers class over pipeline stages is not "
-               "modelled";
+        return r->tp;
+    if (s->pp_degree > 1) {
+        *code = r->pp_code;
+        return r->pp;
+    }
     if (s->cp_degree > 1)
-        return "lightning attention under context parallelism (the block "
-               "loop's state across the ranks' shards) is not modelled";
-    /* op-level SAC (opsac.c) walks a softmax-attention layer's matmuls;
-     * the lightning layer's (qkv_proj, output_gate, the block loop's
-     * batched matmuls, out_proj) are not walked */
-    if (aps_profile(t)->op_sac_selective &&
+        return r->cp;
+    if (r->sac != NULL && aps_profile(t)->op_sac_selective &&
         s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
-        return "selective recompute of lightning-attention layers under "
-               "op-level selective activation checkpointing is not "
-               "modelled";
+        return r->sac;
     return NULL;
 }
 
@@ -888,12 +910,8 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
     *code = APS_REASON_NOT_MODELLED; /* each refusal: apsearch's pricing */
     if (t->framework != MIXER_ENGINE[m->linear_attention].fw)
         return MIXER_ENGINE[m->linear_attention].refusal;
-    if (aps_model_has_lightning(m))
-        return lightning_refusal(t, s); /* each NOT_MODELLED */
-    if (aps_model_has_mamba1(m))
-        return aps_selscan_refusal(t, s); /* each NOT_MODELLED */
-    if (aps_model_has_short_conv(m))
-        return short_conv_refusal(s, code);
+    if (CLASS_REFUSAL[m->linear_attention].tp != NULL)
+        return class_refusal(m, t, s, code);
     if (aps_model_has_kda(m))
         return kda_refusal(m, s, code);
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank

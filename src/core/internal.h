@@ -1028,9 +1028,6 @@ double aps_selscan_elementwise_elems(const aps_model *m);
 double aps_selscan_kernels(void);
 /** Checks its fields: the three widths given with it only. */
 aps_status aps_selscan_validate(const aps_model *m, char *err, size_t n);
-/** Why its model cannot be priced with this strategy, or NULL
- *  (APS_REASON_NOT_MODELLED). */
-const char *aps_selscan_refusal(const aps_training *t, const aps_strategy *s);
 
 /* ---- nas.c: heterogeneous layers (Llama-Nemotron NAS) ---- */
 

@@ -32,7 +32,7 @@
  * (Megatron-Core's MambaMixer @ d98e8a64 is Mamba-2's SSD): NeMo AutoModel
  * trains transformers' JambaForCausalLM, FSDP2 only (its checkpoint
  * conversion lists jamba, components/checkpoint/conversion_mapping.py
- * @ 36044ad3; no model of its own).
+ * @ 36044ad3; no model of its own; its refusals: gdn.c CLASS_REFUSAL).
  */
 #include <math.h>
 #include "internal.h"
@@ -155,36 +155,4 @@ aps_status aps_selscan_validate(const aps_model *m, char *err, size_t n)
         return APS_EINVAL;
     }
     return APS_OK;
-}
-
-/* NeMo AutoModel trains transformers' JambaForCausalLM (@ 36044ad3).  Its
- * tensor parallelism takes transformers' plan, JambaForCausalLM._tp_plan
- * (MixtralForCausalLM's: the LM head alone; JambaConfig has no
- * base_model_tp_plan), which is not modelled; its pipeline forward for
- * Hugging Face models reads model.rotary_emb (pipelining/hf_utils.py
- * l.177), which JambaModel does not have (no RoPE), and model.norm, which
- * it calls final_layernorm; context parallelism would split the scan's
- * state and the conv's window between ranks. */
-const char *aps_selscan_refusal(const aps_training *t, const aps_strategy *s)
-{
-    if (s->tp_degree > 1)
-        return "Jamba under tensor parallelism (AutoModel takes transformers' "
-               "JambaForCausalLM._tp_plan, which shards the LM head alone) is "
-               "not modelled";
-    if (s->pp_degree > 1)
-        return "Jamba over pipeline stages is not modelled (AutoModel's "
-               "pipeline forward for Hugging Face models reads "
-               "model.rotary_emb, which JambaModel does not have: "
-               "pipelining/hf_utils.py l.177 @ 36044ad3)";
-    if (s->cp_degree > 1)
-        return "Mamba-1 layers under context parallelism (the scan's state "
-               "and the conv's window across the ranks' shards) are not "
-               "modelled";
-    /* op-level SAC (opsac.c) walks a softmax-attention layer's matmuls,
-     * not the mixer's */
-    if (aps_profile(t)->op_sac_selective &&
-        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
-        return "selective recompute of Mamba-1 layers under op-level "
-               "selective activation checkpointing is not modelled";
-    return NULL;
 }

@@ -104,7 +104,7 @@ describe("Jamba", function()
       err, 1, true)
     code, out = H.apsearch("estimate", "--model", path, "--cluster", "h100-sxm-80gb:4",
       "--strategy", "pp_degree=2,fsdp_degree=16")
-    assert.matches("NOT_MODELLED: Jamba over pipeline stages is not modelled", out, 1, true)
+    assert.matches("FRAMEWORK_UNSUPPORTED: NeMo AutoModel cannot pipeline Jamba", out, 1, true)
   end)
 
   -- the scan is priced at the device's scan rate per state element

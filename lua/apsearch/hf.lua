@@ -3181,8 +3181,8 @@ function builders.minimax(_, cfg, file, notes)
 end
 
 ---------------------------------------------------------------- Jamba
--- transformers configuration_jamba.py @ 161d2bed (JambaConfig; the 5.x
--- class maps num_local_experts to num_experts) and modular_jamba.py
+-- transformers configuration_jamba.py @ 161d2bed (JambaConfig; transformers
+-- 5.x's adds attribute_map num_local_experts -> num_experts) and modular_jamba.py
 -- @ 01596202 (JambaAttentionDecoderLayer, JambaMambaDecoderLayer,
 -- JambaMambaMixer, JambaSparseMoeBlock).
 
@@ -3196,6 +3196,13 @@ M.JAMBA_DEFAULTS = { vocab_size = 65536, hidden_size = 4096, intermediate_size =
 
 --- JambaConfig's "auto" mamba_dt_rank: math.ceil(hidden_size / 16).
 M.JAMBA_DT_RANK_DIVISOR = 16
+
+--- config.json keys of the model fields a jamba config sets under its own
+-- names, for the core's errors.
+M.JAMBA_CONFIG_KEYS = { linear_inner_size = "mamba_expand", linear_state_dim = "mamba_d_state",
+  linear_dt_rank = "mamba_dt_rank", linear_conv_kernel_dim = "mamba_d_conv",
+  linear_attention_pattern = "num_hidden_layers", moe_layer_freq = "expert_layer_period",
+  moe_layer_phase = "expert_layer_offset" }
 
 -- A JambaConfig period and offset: offset < period (JambaConfig's
 -- _check_supported_offset raises otherwise).
@@ -3222,21 +3229,30 @@ end
 -- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
 --   projection biases, a conv without bias, use_mamba_kernels false or
 --   no attention layer
-function builders.jamba(_, raw, file, notes)
+function builders.jamba(_, raw, file, notes, extra)
+  -- JambaConfig keeps a null (None) where its modules then fail or build
+  -- another layer (a conv without bias, slow_forward): no default for them
   refuse_nulls(raw, { "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
     "num_experts_per_tok", "attn_layer_period", "attn_layer_offset", "expert_layer_period", "expert_layer_offset",
-    "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank" }, file, "JambaConfig")
+    "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "hidden_act", "mamba_conv_bias",
+    "mamba_proj_bias", "use_mamba_kernels" }, file, "JambaConfig")
+  if raw.num_experts == cjson.null and is_null(raw.num_local_experts) then
+    refuse_nulls(raw, { "num_experts" }, file, "JambaConfig")
+  end
+  extra.config_keys = M.JAMBA_CONFIG_KEYS
   if not is_null(raw.num_experts) and not is_null(raw.num_local_experts) and
       raw.num_experts ~= raw.num_local_experts then
     util.fail(file, "num_local_experts", "expected num_experts (JambaConfig reads one as the other)",
       raw.num_local_experts)
   end
   local cfg = with_defaults(with_aliases(raw, { num_local_experts = "num_experts" }), M.JAMBA_DEFAULTS)
+  -- JambaConfig: a None num_key_value_heads is num_attention_heads
+  if raw.num_key_value_heads == cjson.null then cfg.num_key_value_heads = cfg.num_attention_heads end
   local r = reader(cfg, file)
   local m = llama_like(r, cfg, file, {})
   m.position_embedding = "none"
   for _, k in ipairs({ "mamba_proj_bias", "mamba_conv_bias", "use_mamba_kernels" }) do
-    if cfg[k] ~= M.JAMBA_DEFAULTS[k] then
+    if r.bool(k) ~= M.JAMBA_DEFAULTS[k] then
       not_modelled(file, k, ({ mamba_proj_bias = "biases on the Mamba-1 in_proj and out_proj are not modelled",
         mamba_conv_bias = "a Mamba-1 conv without bias is not modelled",
         use_mamba_kernels = "transformers' slow_forward (a Python loop over the sequence, without mamba_ssm's " ..
@@ -3255,7 +3271,8 @@ function builders.jamba(_, raw, file, notes)
   if E > 1 and eo < m.num_layers then
     m.num_experts, m.experts_per_token = E, r.int("num_experts_per_tok")
     m.moe_ffn_hidden_size = m.ffn_hidden_size
-    m.moe_layer_freq, m.moe_layer_phase = ep, eo
+    -- a period beyond the layers: the one layer eo (i % L == eo for i < L)
+    m.moe_layer_freq, m.moe_layer_phase = math.min(ep, m.num_layers), eo
     m.moe_router_pre_softmax = true -- JambaSparseMoeBlock: softmax, top-k, no renormalisation
     aux_loss(m, cfg, file, "router_aux_loss_coef")
   end

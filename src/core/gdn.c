@@ -543,11 +543,18 @@ static aps_status validate_pattern(const aps_model *m, char *err, size_t n)
         }
         attn += p[i] == 'A';
     }
-    if ((int64_t)len != m->num_layers || attn == 0) {
+    /* no L: no linear layer, so the linear_* fields describe nothing */
+    const char *why = (int64_t)len != m->num_layers
+                          ? "needs one letter per layer, num_layers"
+                      : attn == 0 ? "needs at least one full-attention layer A"
+                      : attn == (int64_t)len
+                          ? "needs at least one linear-attention layer L "
+                            "(without one, leave the pattern and the "
+                            "linear_* fields out)"
+                          : NULL;
+    if (why != NULL) {
         aps_fmt(err, n, "model.linear_attention_pattern: %s (got %zu letters, "
-                "%lld A)", attn == 0 ? "needs at least one full-attention "
-                "layer A" : "needs one letter per layer, num_layers",
-                len, (long long)attn);
+                "%lld A)", why, len, (long long)attn);
         return APS_EINVAL;
     }
     return APS_OK;

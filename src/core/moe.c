@@ -1275,6 +1275,38 @@ static double stash_live_layers(const aps_training *t, const aps_strategy *s,
     return live;
 }
 
+/** The FSDP buffers of the experts while one MoE layer runs, when FSDP
+ *  shards them (edp > 1) and holds neither the whole stage gathered nor
+ *  every gradient unsharded (the two cases aps_moe_stage_memory adds
+ *  whole): memory.c fsdp_buffers counts the units of a dense layer, so
+ *  the experts' gathered weights and their unsharded gradients before the
+ *  reduce-scatter come on top, one MoE layer's local experts.  TorchTitan
+ *  and AutoModel's own MoE wrap the experts as a unit of their own
+ *  (fully_shard(experts) on the expert mesh, AutoModel moe/parallelizer.py
+ *  apply_fsdp @ 89e3a9fdd), so the unit gathered next while they run is
+ *  the next layer's attention, counted by fsdp_buffers.  A class AutoModel
+ *  builds through transformers is wrapped one decoder layer a unit, the
+ *  experts inside it (training.transformers_model): where MoE layers
+ *  follow each other the next unit gathered holds experts too, two
+ *  layers' worth. */
+static void expert_unit_buffers(const aps_model *m, const aps_training *t,
+                                const aps_strategy *s, const aps_layout *lay,
+                                const aps_dp_plan *plan,
+                                const aps_moe_cost *mc, int64_t edp,
+                                double hm, aps_stage_estimate *st)
+{
+    if (!plan->fsdp_like || plan->mfsdp != APS_MFSDP_NONE || edp <= 1 ||
+        hm <= 0)
+        return;
+    bool whole_layer = t->framework == APS_FW_AUTOMODEL && t->transformers_model;
+    double units = whole_layer && hm >= 2.0 && m->moe_layer_freq <= 1 ? 2.0 : 1.0;
+    if (aps_profile(t)->gather_budget <= 0 && !aps_fsdp_holds_stage(t, s, lay))
+        st->mem[APS_MEM_COMM_FSDP] += aps_gathered_param_bytes(
+            t, units * mc->expert_params, units * mc->expert_matmul_params);
+    if (!(aps_recipe_defer_grad_sync(t) && aps_fsdp_grads_deferred(t, lay)))
+        st->mem[APS_MEM_COMM_FSDP] += plan->grad_reduce * mc->expert_params;
+}
+
 /** Rank i's paged stash, bytes: its CUDA buffers (aps_moe_stash_bytes)
  *  and one layer's stashed tensors at their static shape, alive beside
  *  them while the stash copies them in the forward and reloads them in
@@ -1361,6 +1393,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         st->mem[APS_MEM_COMM_FSDP] += aps_gathered_param_bytes(
             t, psi + (edp > 1 ? pe : 0.0),
             matmul + (edp > 1 ? hm * mc->expert_matmul_params : 0.0));
+    expert_unit_buffers(m, t, s, lay, plan, mc, edp, hm, st);
     /* activations of the layers that keep theirs (not recomputed): the
      * MoE and MLA differences, per_layer_kept = in-flight micro-batches
      * x the fraction of the rank's layers not recomputed */

@@ -1046,6 +1046,13 @@ static void test_mamba1_validation(void **state)
     m.linear_conv_kernel_dim = 0;
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
     ASSERT_HAS(err, "model.linear_conv_kernel_dim: must be in [1, 1048576]");
+    /* a pattern without a linear layer leaves the widths describing
+     * nothing */
+    fx_jamba_mini(&m);
+    memset(m.linear_attention_pattern, 'A', 32);
+    assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
+    ASSERT_HAS(err, "model.linear_attention_pattern: needs at least one "
+                    "linear-attention layer L");
     /* a Mamba-1 width on another mixer is refused */
     fx_lfm2(&m);
     m.linear_dt_rank = 256;

@@ -77,6 +77,32 @@ describe("Jamba", function()
     c.mamba_expand = 1.5
     assert.truthy(err_of(hf.from_config, c, "j.json"):find("j.json: mamba_expand: expected a positive integer", 1,
       true))
+    -- JambaConfig: a None num_key_value_heads is num_attention_heads
+    c = mini()
+    c.num_key_value_heads = cjson.null
+    assert.are.equal(32, hf.from_config(c, "j.json").num_query_groups)
+    -- an expert period beyond the layers: the one layer of the offset
+    c = mini()
+    c.expert_layer_period, c.expert_layer_offset = 64, 20
+    m = hf.from_config(c, "j.json")
+    assert.are.same({ 32, 20 }, { m.moe_layer_freq, m.moe_layer_phase })
+    assert.are.equal(total - 15 * (moe - mlp), core.model_params(m).total)
+    -- nulls JambaConfig keeps as None: its modules fail or build another layer
+    for _, k in ipairs({ "use_mamba_kernels", "mamba_conv_bias", "num_experts", "hidden_act" }) do
+      c = mini()
+      c[k] = cjson.null
+      assert.are.equal("j.json: " .. k .. ": null is not a value here (JambaConfig computes with it) (got null)",
+        err_of(hf.from_config, c, "j.json"))
+    end
+    c = mini()
+    c.use_mamba_kernels = "true"
+    assert.are.equal('j.json: use_mamba_kernels: expected true or false (got "true")', err_of(hf.from_config, c,
+      "j.json"))
+    -- the core's errors name the config key beside the model field
+    c = mini()
+    c.mamba_d_state = 10000000
+    assert.are.equal("j.json: mamba_d_state (model.linear_state_dim): must be in [1, 1048576] with Mamba-1 layers " ..
+      "(got 10000000)", err_of(function() return core.model_params(hf.from_config(c, "j.json")) end))
     -- every layer attention: Mixtral-like, no Mamba-1 fields
     c = mini()
     c.attn_layer_period, c.attn_layer_offset = 1, 0
@@ -125,6 +151,38 @@ describe("Jamba", function()
     local want = 28 * 4096 * 8192 * 16 / (2 * rate)
     local got = fwd(rate) - fwd(2 * rate)
     assert.truthy(math.abs(got - want) < 1e-9, tostring(got) .. " vs " .. tostring(want))
+  end)
+
+  -- AutoModel wraps each of transformers' decoder layers as one FSDP
+  -- unit, experts inside: while an MoE layer runs its 16 x 176,160,768 =
+  -- 2,818,572,288 expert weights are gathered in bf16 and their gradients
+  -- held unsharded in fp32 before the reduce-scatter (src/core/moe.c
+  -- expert_unit_buffers).  With experts on every layer the next layer's
+  -- experts are gathered too: one unit's bf16 weights more
+  it("counts the experts in the FSDP unit transformers' layers make", function()
+    local function fsdp(period)
+      local c = mini()
+      c.expert_layer_period, c.expert_layer_offset = period, 0
+      local cfg = H.tmpdir() .. "/p" .. period .. ".json"
+      H.write(cfg, cjson.encode(c))
+      local code, out, err = H.apsearch("estimate", "--model", cfg, "--cluster", "h100-sxm-80gb:4",
+        "--set", "training.defer_fsdp_grad_sync=false", "--strategy",
+        "fsdp_degree=32,micro_batch_size=1,layer_recompute=full", "--format", "json")
+      assert.truthy(code == 0 or code == 1, err)
+      return cjson.decode(out).estimate.memory_breakdown.comm_buffers.fsdp
+    end
+    assert.are.equal(2 * 2818572288, fsdp(1) - fsdp(2))
+    -- without them (one expert a layer: the MLP) the unit is the dense layer's
+    local c = mini()
+    c.num_experts = 1
+    local cfg = H.tmpdir() .. "/dense.json"
+    H.write(cfg, cjson.encode(c))
+    local code, out, err = H.apsearch("estimate", "--model", cfg, "--cluster", "h100-sxm-80gb:4",
+      "--set", "training.defer_fsdp_grad_sync=false", "--strategy",
+      "fsdp_degree=32,micro_batch_size=1,layer_recompute=full", "--format", "json")
+    assert.truthy(code == 0 or code == 1, err)
+    local dense = cjson.decode(out).estimate.memory_breakdown.comm_buffers.fsdp
+    assert.are.equal((2 + 4) * 2818572288, fsdp(2) - dense)
   end)
 
   it("writes AutoModel's file for transformers' class and says the others are not this model", function()

@@ -104,7 +104,10 @@ describe("MiniMax-Text-01 / M1", function()
 
   it("is searched as NeMo AutoModel trains transformers' MiniMaxForCausalLM: FSDP2 alone", function()
     local path = "examples/models/minimax-m1.json"
-    local code, out, err = H.apsearch("run", "--model", path, "--cluster", "h100-sxm-80gb:512", "--format", "json",
+    -- a 5.4B-parameter decoder layer is one FSDP unit (transformers' experts
+    -- inside it): its gathered weights and fp32 gradients do not leave room
+    -- on an 80 GB part (src/core/moe.c expert_unit_buffers); B200s hold it
+    local code, out, err = H.apsearch("run", "--model", path, "--cluster", "b200:512", "--format", "json",
       "-k", "3")
     assert.are.equal(0, code, err)
     assert.matches("a built policy uses framework = automodel", err, 1, true)
@@ -139,7 +142,7 @@ describe("MiniMax-Text-01 / M1", function()
       local code, out, err = H.apsearch("estimate", "--model", "examples/models/minimax-m1.json", "--cluster",
         "h100-sxm-80gb:64x8", "--set", "training.seq_length=" .. seq, "--set", "training.global_batch_size=512",
         "--strategy", "fsdp_degree=512,micro_batch_size=1,layer_recompute=full", "--format", "json")
-      assert.are.equal(0, code, err)
+      assert.truthy(code == 0 or code == 1, err) -- 1: over the memory limit, still estimated
       return cjson.decode(out).estimate.performance_breakdown.host_launch.total
     end
     local want = 4 * 70 * 13 * (32 - 16) * 30e-6
@@ -149,7 +152,7 @@ describe("MiniMax-Text-01 / M1", function()
   it("writes AutoModel's file for transformers' class and says the others are not this model", function()
     local dir = H.tmpdir() .. "/out"
     local code, _, err = H.apsearch("run", "--model", "examples/models/minimax-m1.json", "--cluster",
-      "h100-sxm-80gb:512", "--out", dir, "-k", "1", "--quiet")
+      "b200:512", "--out", dir, "-k", "1", "--quiet")
     assert.are.equal(0, code, err)
     local yaml = H.read(dir .. "/launch/rank1_automodel.yaml")
     assert.matches("# NOT WRITTEN: transformers' MiniMaxForCausalLM as estimated: the config names " ..
@@ -163,7 +166,7 @@ describe("MiniMax-Text-01 / M1", function()
     -- transformers' own type: no such note
     local cfg = dir .. "/minimax-hf.json"
     H.write(cfg, cjson.encode(hf_form()))
-    code, _, err = H.apsearch("run", "--model", cfg, "--cluster", "h100-sxm-80gb:512", "--out", dir .. "/hf",
+    code, _, err = H.apsearch("run", "--model", cfg, "--cluster", "b200:512", "--out", dir .. "/hf",
       "-k", "1", "--quiet")
     assert.are.equal(0, code, err)
     yaml = H.read(dir .. "/hf/launch/rank1_automodel.yaml")

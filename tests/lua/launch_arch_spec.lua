@@ -617,10 +617,11 @@ describe("model fields of the architecture (issue 25)", function()
     assert.are.equal("0", flags["--hidden-dropout"])
   end)
 
-  -- TorchTitan's models (@ b5bcd76c and its releases) and MindFormers'
-  -- LlamaConfig (@ fd4deebc) have no dropout: an estimate with it gets a
-  -- NOT EXPRESSIBLE line in those files, one without it none
-  it("dropout: TorchTitan and MindFormers files say they train without it", function()
+  -- TorchTitan's models (@ b5bcd76c and its releases), MindFormers'
+  -- LlamaConfig (@ fd4deebc) and AutoModel's recipe (@ 36044ad3: no
+  -- dropout key) have no dropout: an estimate with it gets a NOT
+  -- EXPRESSIBLE line in those files, one without it none
+  it("dropout: TorchTitan, MindFormers and AutoModel files say they train without it", function()
     local dir = H.tmpdir()
     local function notes(set, extra)
       local out = dir .. "/" .. set:gsub("[^%w]", "_") .. (extra and "_rel" or "")
@@ -630,17 +631,20 @@ describe("model fields of the architecture (issue 25)", function()
       local code, _, err = H.apsearch(table.unpack(args))
       assert.are.equal(0, code, err)
       local tt = H.read(out .. "/launch/rank1_torchtitan." .. (extra and "toml" or "py"))
-      return tt, H.read(out .. "/launch/rank1_mindformers.yaml")
+      return tt, H.read(out .. "/launch/rank1_mindformers.yaml"), H.read(out .. "/launch/rank1_automodel.yaml")
     end
-    local tt, ms = notes("training.dropout=true")
+    local tt, ms, am = notes("training.dropout=true")
+    assert.matches("# NOT EXPRESSIBLE in AutoModel: dropout (attention 0.1, hidden 0.1) as estimated: this file " ..
+      "sets no dropout", am, 1, true)
     assert.matches("# NOT EXPRESSIBLE in TorchTitan: dropout (attention 0.1, hidden 0.1) as estimated: " ..
       "TorchTitan's llama3, qwen3 and deepseek_v3 models have no dropout", tt, 1, true)
     assert.matches("# NOT EXPRESSIBLE in MindFormers: dropout (attention 0.1, hidden 0.1) as estimated: " ..
       "MindFormers' LlamaConfig has no dropout key", ms, 1, true)
     tt = notes("training.hidden_dropout=0.2", "--torchtitan-version=v0.2.2")
     assert.matches("# NOT EXPRESSIBLE in TorchTitan v0.2.2: dropout (attention 0, hidden 0.2)", tt, 1, true)
-    tt, ms = notes("training.dropout=false")
+    tt, ms, am = notes("training.dropout=false")
     assert.is_nil(tt:find("dropout", 1, true))
     assert.is_nil(ms:find("dropout", 1, true))
+    assert.is_nil(am:find("dropout", 1, true))
   end)
 end)

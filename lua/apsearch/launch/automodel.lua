@@ -681,6 +681,9 @@ function M.render(c)
     backend_keys(w, g)
   end
   training_keys(w, g)
+  local drop = launch_util.dropout_lacks(g.tr, "this file sets no dropout (AutoModel's recipe has no dropout key: " ..
+    "the model runs with its config's own attention_dropout, 0 in most released configs)")
+  if drop then w.N(NE, drop) end
   return text_of(w, c), w.notes
 end
 

@@ -318,6 +318,23 @@ static int l_defaults(lua_State *L)
 }
 
 /**
+ * core.recipe(training) -> table
+ * The recipe settings the framework runs a training table with
+ * (aps_recipe_resolve: the framework profile's defaults under the table's
+ * own settings), as ctx:estimate() gives them in `recipe`: the launch
+ * writers read what the estimate ran from it rather than restate each
+ * framework's defaults.  Raises on a wrong type, unknown field or enum
+ * string, as core.context does for its training table.
+ */
+static int l_recipe(lua_State *L)
+{
+    aps_training t;
+    apsl_check_training(L, 1, &t);
+    apsl_push_recipe(L, &t);
+    return 1;
+}
+
+/**
  * core.context(model, cluster, training) -> apsearch.context userdata
  * Converts the three tables (field names of aps_model, aps_cluster,
  * aps_training; cluster.device a preset name, {base = preset, overrides...}
@@ -869,6 +886,7 @@ static const luaL_Reg module_funcs[] = {
     {"gemm_seconds", l_gemm_seconds},
     {"attention_seconds", l_attention_seconds},
     {"defaults", l_defaults},
+    {"recipe", l_recipe},
     {"context", l_context},
     {"fsync", apsl_fsync},
     {"getpid", apsl_getpid},

@@ -708,6 +708,22 @@ describe("apsearch.core", function()
       assert.are.equal("bf16", core.defaults("training").precision)
       assert.are.equal(1, core.defaults("strategy").tp_degree)
     end)
+
+    -- the framework profiles' dropout (src/core/profile.c: Megatron's and
+    -- DeepSpeed's 0.1 on, TorchTitan's and AutoModel's models without),
+    -- under the table's own settings
+    it("gives a training table's recipe as the framework runs it (core.recipe)", function()
+      local function drop(tr)
+        local r = core.recipe(tr)
+        return { r.dropout, r.attention_dropout, r.hidden_dropout }
+      end
+      assert.are.same({ true, true, true }, drop({ framework = "megatron" }))
+      assert.are.same({ false, false, false }, drop({ framework = "fsdp2" }))
+      assert.are.same({ true, true, true }, drop({ framework = "automodel", dropout = true }))
+      assert.are.same({ true, true, false }, drop({ framework = "megatron", hidden_dropout = 0 }))
+      assert.is_true(core.recipe({ framework = "automodel" }).expandable_segments)
+      assert.matches("training.framework", err_of(core.recipe, { framework = "jax" }), 1, true)
+    end)
   end)
 end)
 

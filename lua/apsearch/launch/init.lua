@@ -441,18 +441,21 @@ M.DEFAULT_DROPOUT = 0.1
 
 --- The dropout probabilities the estimate ran with: training.
 -- attention_dropout / hidden_dropout when given (a config.json's own,
--- apsearch.hf), else on (M.DEFAULT_DROPOUT) or off (0) by
--- training.dropout, whose default is the framework's (src/core/
--- profile.c: on for megatron and deepspeed; src/core/recipe.c
--- aps_recipe_attention_dropout, aps_recipe_hidden_dropout).
+-- apsearch.hf), else M.DEFAULT_DROPOUT where the core's recipe has that
+-- dropout on (core.recipe: training.dropout, whose default is the
+-- framework's; src/core/recipe.c aps_recipe_attention_dropout,
+-- aps_recipe_hidden_dropout) and 0 where off.
 -- @tparam table tr training table
 -- @treturn number attention-probability dropout, in [0, 1]
 -- @treturn number hidden (residual) dropout, in [0, 1]
+-- @raise on a training table the core refuses (core.recipe)
 function M.dropout_probs(tr)
-  local on = tr.dropout
-  if on == nil then on = tr.framework == nil or tr.framework == "megatron" or tr.framework == "deepspeed" end
-  local function p(v) if v == nil then return on and M.DEFAULT_DROPOUT or 0 end return v end
-  return p(tr.attention_dropout), p(tr.hidden_dropout)
+  local r = require("apsearch.core").recipe(tr)
+  local function p(given, on)
+    if given ~= nil then return given end
+    return on and M.DEFAULT_DROPOUT or 0
+  end
+  return p(tr.attention_dropout, r.attention_dropout), p(tr.hidden_dropout, r.hidden_dropout)
 end
 
 --- The NOT EXPRESSIBLE line of an engine whose model has no dropout, or

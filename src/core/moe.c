@@ -131,6 +131,15 @@ int64_t aps_moe_edp(const aps_strategy *s)
     return fold > 0 && world % fold == 0 ? world / fold : 1;
 }
 
+/** True when the experts are ordinary modules of a class NeMo AutoModel
+ *  builds through transformers (training.transformers_model, which
+ *  training.c accepts under framework = automodel only): no expert mesh,
+ *  FSDP wraps them with their decoder layer, over the shard dimension. */
+static bool experts_in_layer_unit(const aps_training *t)
+{
+    return t->transformers_model;
+}
+
 int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
                              const aps_dp_plan *plan)
 {
@@ -141,7 +150,7 @@ int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
      * AutoModel wraps as it wraps the rest (training.transformers_model:
      * no expert mesh, fully_shard over the shard dimension) */
     bool replicated = aps_profile(t)->experts_replicated ||
-                      (t->framework == APS_FW_AUTOMODEL && t->transformers_model);
+                      experts_in_layer_unit(t);
     if (replicated && plan->fsdp_like &&
         plan->replicate > 1 && edp % plan->replicate == 0)
         return edp / plan->replicate;
@@ -1298,8 +1307,10 @@ static void expert_unit_buffers(const aps_model *m, const aps_training *t,
     if (!plan->fsdp_like || plan->mfsdp != APS_MFSDP_NONE || edp <= 1 ||
         hm <= 0)
         return;
-    bool whole_layer = t->framework == APS_FW_AUTOMODEL && t->transformers_model;
-    double units = whole_layer && hm >= 2.0 && m->moe_layer_freq <= 1 ? 2.0 : 1.0;
+    double units = experts_in_layer_unit(t) && hm >= 2.0 &&
+                           m->moe_layer_freq <= 1
+                       ? 2.0
+                       : 1.0;
     if (aps_profile(t)->gather_budget <= 0 && !aps_fsdp_holds_stage(t, s, lay))
         st->mem[APS_MEM_COMM_FSDP] += aps_gathered_param_bytes(
             t, units * mc->expert_params, units * mc->expert_matmul_params);

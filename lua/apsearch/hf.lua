@@ -191,6 +191,13 @@
 --   noted; per-layer inputs (`hidden_size_per_layer_input` > 0), KV
 --   sharing (`num_kv_shared_layers` > 0) and `use_bidirectional_attention`
 --   "all" refused; absent keys take Gemma4TextConfig's defaults.
+-- * `hy_v3` (Tencent Hy3, Hy3-preview): GQA without biases, per-head Q/K
+--   norms, the dense layers of `mlp_layer_types` (default the first;
+--   `first_k_dense_replace` must agree), `num_experts` experts of
+--   `moe_intermediate_size` (`expert_hidden_dim`) and `num_shared_experts`
+--   shared ones, a sigmoid router with the expert score bias, top-k
+--   renormalised times `router_scaling_factor`; `num_nextn_predict_layers`
+--   MTP layers counted apart; absent keys HYV3Config's defaults.
 -- * `minimax_m2` (MiniMax-M2, M2.1, M2.5, M2.7): GQA without biases, Q/K
 --   RMSNorms over the whole projections (`qk_norm_type` per_layer), RoPE
 --   on `rotary_dim` of `head_dim`,
@@ -3456,6 +3463,104 @@ function builders.exaone_moe(_, cfg, file, notes)
   return deepseek_router(m, r, c, file, true, "noaux_tc")
 end
 
+--- HYV3Config's defaults (transformers configuration_hy_v3.py @ fd9688a1)
+-- for the keys a `hy_v3` config may leave out: Hy3's own shapes.
+M.HY_V3_DEFAULTS = {
+  vocab_size = 120832, hidden_size = 4096, intermediate_size = 13312, num_hidden_layers = 80,
+  num_attention_heads = 64, num_key_value_heads = 8, head_dim = 128, hidden_act = "silu",
+  tie_word_embeddings = false, attention_bias = false, mlp_bias = false, num_experts = 192,
+  num_experts_per_tok = 8, num_shared_experts = 1, moe_intermediate_size = 1536, router_scaling_factor = 2.826,
+}
+--- The config.json key of each MoE model field of a `hy_v3` config, for
+-- the core's errors.
+M.HY_V3_CONFIG_KEYS = { num_experts = "num_experts", experts_per_token = "num_experts_per_tok",
+                        moe_ffn_hidden_size = "moe_intermediate_size" }
+--- HYV3Config.default_theta: the RoPE base when the config gives none.
+M.HY_V3_DEFAULT_THETA = 11158840.0
+--- HYV3Config's dense layers when `mlp_layer_types` is absent: the first
+-- (["dense"] + ["sparse"] * (num_hidden_layers - 1), its __post_init__).
+M.HY_V3_DENSE_DEFAULT = 1
+
+--- Keys of Hy3's config.json that transformers' classes do not read but
+-- hard-wire (modular_hy_v3.py @ 3c2ba330; Megatron-Bridge hy_v3_bridge.py
+-- @ 067f987d sets the same): the value they implement and what another
+-- would be.  A config with another value is refused.
+M.HY_V3_FIXED = {
+  { "qk_norm", true, "attention without Q/K norms (HYV3Attention, ApertusAttention, always has them)" },
+  { "moe_router_use_sigmoid", true, "a router without sigmoid scores (HYV3TopKRouter)" },
+  { "moe_router_enable_expert_bias", true, "a sigmoid router without the expert score bias (HYV3MoE)" },
+  { "route_norm", true, "top-k weights that are not renormalised (HYV3TopKRouter always divides by their sum)" },
+  { "attention_bias", false, "attention biases (Megatron-Bridge's provider sets add_qkv_bias false)" },
+  { "mlp_bias", false, "MLP biases (Megatron-Bridge's provider sets add_bias_linear false)" },
+}
+
+--- Builds the model table of a `hy_v3` config (Tencent Hy3, Hy3-preview;
+-- transformers modular_hy_v3.py @ 3c2ba330: HYV3Attention = ApertusAttention,
+-- HYV3TopKRouter, HYV3MoE, HYV3DecoderLayer; Megatron-Bridge
+-- hy_v3/hy_v3_bridge.py @ 067f987d and NeMo AutoModel
+-- components/models/hy_v3 @ 36044ad3 build the same): GQA of head_dim
+-- without biases, per-head Q/K RMSNorms, RoPE on every dimension; the
+-- "sparse" layers of mlp_layer_types (default every layer but the first)
+-- num_experts SwiGLU experts of moe_intermediate_size (legacy alias
+-- expert_hidden_dim) and num_shared_experts shared ones of the same width
+-- (one HYV3MLP of their sum), a router h x E without bias scoring with a
+-- sigmoid plus the e_score_correction_bias (E) it selects with, the top-k
+-- weights renormalised and times router_scaling_factor; a dense MLP of
+-- intermediate_size on the others.  num_nextn_predict_layers MTP modules
+-- (the checkpoint's layer num_hidden_layers, which transformers skips and
+-- Megatron-Bridge maps to mtp_num_layers) are counted apart, as
+-- DeepSeek-V3's, without embedding or output layer of their own.  enable_lm_head_fp32, enable_attention_fp32_softmax and
+-- enable_moe_fp32_combine are read by neither Megatron-Bridge nor
+-- AutoModel: a note.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes
+-- @tparam table extra the builder's extras (config_keys)
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
+--   value of M.HY_V3_FIXED the classes do not implement
+function builders.hy_v3(_, cfg, file, notes, extra)
+  local c = with_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.HY_V3_DEFAULTS)
+  nonneg(c, "router_scaling_factor", file)
+  -- DeepSeek-V3's router under its names (deepseek_router): renormalised
+  -- (route_norm, held true below), scaled by router_scaling_factor
+  c.routed_scaling_factor, c.norm_topk_prob = c.router_scaling_factor, true
+  extra.config_keys = M.HY_V3_CONFIG_KEYS
+  local r = reader(c, file)
+  refuse_unfixed(cfg, file, M.HY_V3_FIXED)
+  local m = llama_like(r, c, file, {})
+  m.qk_norm = true
+  m.rope_theta = M.HY_V3_DEFAULT_THETA -- numerics keeps a config's own
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local alias = c.expert_hidden_dim
+  if not is_null(alias) and alias ~= m.moe_ffn_hidden_size then
+    util.fail(file, "expert_hidden_dim", "expected moe_intermediate_size = " .. m.moe_ffn_hidden_size ..
+      " (its legacy alias; Megatron-Bridge writes both alike)", alias)
+  end
+  local shared = count(c, "num_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  mlp_layer_types_dense(m, c, file, M.HY_V3_DENSE_DEFAULT, true, "HYV3Config")
+  local mtp = count(c, "num_nextn_predict_layers", 0, file)
+  -- the checkpoint's MTP layer holds no embedding or output layer of its
+  -- own (Megatron-Bridge maps enorm, hnorm, eh_proj, final_layernorm and
+  -- the decoder layer only): the model's are shared
+  if mtp > 0 then m.mtp_layers, m.mtp_shared_embeddings = mtp, true end
+  local fp32 = {}
+  for _, k in ipairs({ "enable_lm_head_fp32", "enable_attention_fp32_softmax", "enable_moe_fp32_combine" }) do
+    if c[k] == true then fp32[#fp32 + 1] = k end
+  end
+  if #fp32 > 0 then
+    note(notes, file, "%s: read by neither Megatron-Bridge nor NeMo AutoModel (transformers reads only " ..
+      "enable_moe_fp32_combine, an element-wise add): the logits and the softmax are priced in the training " ..
+      "dtype", util.join(fp32))
+  end
+  m.moe_router_bias = true
+  return deepseek_router(m, r, c, file, true, "noaux_tc")
+end
+
 --- DeepseekV32Config's defaults (transformers modular_deepseek_v32.py @
 -- 01f8fa55: DeepSeek-V3's shape on Glm4MoeLiteConfig, every layer DSA)
 -- for the keys a `deepseek_v32` config may leave out; the router is
@@ -6716,6 +6821,7 @@ M.ROUTER_FP32 = {
   olmoe = "olmoe/olmoe_bridge.py:95", qwen3_next = "qwen/qwen3_next_bridge.py:76",
   qwen3_5_moe_text = "qwen_vl/qwen35_vl_provider.py:390", qwen3_vl_moe_text = "qwen_vl/qwen3_vl_provider.py:256",
   step3p5 = "stepfun/step35_bridge.py:366-367 (need_fp32_gate)", bailing_moe_v2 = "bailing/bailing_moe2_bridge.py:99",
+  hy_v3 = "hy_v3/hy_v3_bridge.py:88",
 }
 
 --- Mixture-of-experts model types imported with their experts.
@@ -6725,7 +6831,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
                     "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
-                    "bailing_moe_v2", "bailing_moe", "lfm2_moe", "minimax", "jamba" }
+                    "bailing_moe_v2", "bailing_moe", "lfm2_moe", "minimax", "jamba", "hy_v3" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -6758,7 +6864,7 @@ M.ARCHITECTURES = {
   -- MiniMax-Text-01 / M1: transformers' class and the remote code's
   -- (MiniMaxAI/MiniMax-Text-01, MiniMax-M1-40k / 80k config.json)
   MiniMaxForCausalLM = "minimax", MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax",
-  JambaForCausalLM = "jamba",
+  JambaForCausalLM = "jamba", HYV3ForCausalLM = "hy_v3",
 }
 
 --- Modelling classes of types apsearch knows and does not model

@@ -6986,8 +6986,8 @@ M.UNMODELLED = {
     "model_type step3p5), which reads keys this config does not give: the head-wise attention gate " ..
     "(use_head_wise_attn_gate), the windowed layers' own heads (attention_other_setting), moe_layers_enum, " ..
     "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits); a config giving num_experts, " ..
-    "first_k_dense_replace and share_expert_dim instead says none of them: give its text model as a step3p5 " ..
-    "config",
+    "first_k_dense_replace and share_expert_dim instead says none of them: give the released config.json " ..
+    "(Step3p7ForConditionalGeneration, whose text_config is read as step3p5) or its text model as a step3p5 config",
   -- transformers configuration_zamba2.py (Zamba2HybridLayer: a shared transformer block)
   zamba2 = "Zamba2's shared transformer blocks (num_mem_blocks of them, reused at the hybrid layers of " ..
     "layers_block_type, on the concatenation of the hidden state and the embeddings, with per-use LoRA adapters: " ..
@@ -7029,7 +7029,11 @@ M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "q
   -- text model is Kimi Linear's layers with K3's additions (builders.kimi_linear)
   kimi_k3 = "kimi_k3_text",
   -- NeMo AutoModel 36044ad3 components/models/muse_glimmer
-  muse_glimmer = "muse_glimmer_text" }
+  muse_glimmer = "muse_glimmer_text",
+  -- NeMo AutoModel 36044ad3 components/models/step3p7/model.py:
+  -- Step3p7Model's language_model is Step3p5Model (its text_config's
+  -- Step3p7TextConfig says model_type "step3p5")
+  step3p7 = "step3p5" }
 
 --- Keys of a wrapper's own config its text model reads (NeMo AutoModel's
 -- MuseGlimmerConfig holds use_qk_norm, use_attn_output_gate and

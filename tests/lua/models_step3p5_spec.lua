@@ -48,6 +48,24 @@ describe("Step-3.5-Flash", function()
     assert.are.same(pc, core.model_params((hf.load(H.ROOT .. "/examples/models/step-3.5-flash.json"))))
   end)
 
+  -- Step-3.7-Flash's released config.json is Step3p7ForConditionalGeneration
+  -- with a text_config of model_type step3p5 (NeMo AutoModel 36044ad3
+  -- components/models/step3p7: Step3p7TextConfig, and Step3p7Model's
+  -- language_model is Step3p5Model): the text model reads as Step-3.5's,
+  -- the vision tower not counted (a note)
+  it("reads Step-3.7-Flash's wrapper through its step3p5 text_config", function()
+    local text = config()
+    text.architectures = nil
+    local wrapper = { model_type = "step3p7", architectures = { "Step3p7ForConditionalGeneration" },
+                      text_config = text, vision_config = { width = 1536, layers = 47, heads = 16 } }
+    local m, info = hf.from_config(wrapper, "s37.json")
+    local c = core.model_params(m)
+    assert.are.same({ 196956130368, 11987323968 }, { c.total, c.active })
+    local said = false
+    for _, n in ipairs(info.notes) do said = said or n:find("vision tower (vision_config) is neither", 1, true) ~= nil end
+    assert.is_true(said)
+  end)
+
   it("refuses what vLLM would not build, naming the key", function()
     local function refused(change)
       local c = config()

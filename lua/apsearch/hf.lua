@@ -198,6 +198,15 @@
 --   shared ones, a sigmoid router with the expert score bias, top-k
 --   renormalised times `router_scaling_factor`; `num_nextn_predict_layers`
 --   MTP layers counted apart; absent keys HYV3Config's defaults.
+-- * `sarvam_moe` (Sarvam 30B): Qwen3's attention (`attention_bias`, per-head
+--   Q/K norms), `first_k_dense_replace` dense layers, then `num_experts`
+--   (`n_routed_experts`) + `num_shared_experts` experts of
+--   `moe_intermediate_size`, a group-limited sigmoid router with the
+--   expert score bias (`n_group`, `topk_group`, `norm_topk_prob`,
+--   `routed_scaling_factor`); absent keys SarvamMoeConfig's defaults.
+-- * `sarvam_mla` (Sarvam 105B): DeepSeek-V3's (`deepseek_v3`) with
+--   SarvamMLAConfig's defaults, `num_experts` / `num_shared_experts`
+--   aliases, RoPE type "deepseek_yarn" read as YaRN.
 -- * `minimax_m2` (MiniMax-M2, M2.1, M2.5, M2.7): GQA without biases, Q/K
 --   RMSNorms over the whole projections (`qk_norm_type` per_layer), RoPE
 --   on `rotary_dim` of `head_dim`,
@@ -3561,6 +3570,127 @@ function builders.hy_v3(_, cfg, file, notes, extra)
   return deepseek_router(m, r, c, file, true, "noaux_tc")
 end
 
+--- SarvamMoeConfig's defaults (transformers configuration_sarvam_moe.py @
+-- 0684546d, documented as sarvamai/sarvam-30b's) for the keys a
+-- `sarvam_moe` config may leave out; head_dim then hidden_size /
+-- num_attention_heads (its __post_init__).
+M.SARVAM_MOE_DEFAULTS = {
+  vocab_size = 262144, hidden_size = 4096, intermediate_size = 8192, moe_intermediate_size = 1024,
+  num_hidden_layers = 19, num_attention_heads = 64, num_key_value_heads = 4, hidden_act = "silu",
+  tie_word_embeddings = false, attention_bias = false, num_experts = 128, num_shared_experts = 1,
+  num_experts_per_tok = 6, n_group = 1, topk_group = 1, first_k_dense_replace = 1, norm_topk_prob = true,
+  routed_scaling_factor = 2.5, router_aux_loss_coef = 0.001,
+}
+
+--- SarvamMoeConfig's attribute_map (old name -> name).
+M.SARVAM_MOE_ALIASES = { num_local_experts = "num_experts", n_routed_experts = "num_experts",
+                         n_shared_experts = "num_shared_experts" }
+
+--- Keys of Sarvam's remote-code configuration_sarvam_moe.py (the Hub
+-- repository's auto_map) that transformers' SarvamMoe classes do not read
+-- but hard-wire: the value they implement, what another would be.
+M.SARVAM_MOE_FIXED = {
+  { "use_qk_norm", true, "attention without Q/K norms (SarvamMoeAttention, Qwen3Attention, always has them)" },
+  { "moe_router_enable_expert_bias", true,
+    "a router without the expert score bias (SarvamMoeTopkRouter always adds it)" },
+  { "use_qkv_bias", false, "the remote code's QKV biases (transformers' SarvamMoe reads attention_bias)" },
+  { "use_bias", false, "the remote code's linear biases (transformers' SarvamMoe has none)" },
+}
+
+--- The config.json key of each MoE model field of a `sarvam_moe` config.
+M.SARVAM_MOE_CONFIG_KEYS = { num_experts = "num_experts", experts_per_token = "num_experts_per_tok",
+                             moe_ffn_hidden_size = "moe_intermediate_size" }
+
+--- Builds the model table of a `sarvam_moe` config (Sarvam 30B; transformers
+-- modular_sarvam_moe.py @ 0684546d: SarvamMoeAttention = Qwen3Attention,
+-- SarvamMoeTopkRouter, SarvamMoeSparseMoeBlock, SarvamMoeDecoderLayer;
+-- Megatron-Bridge sarvam/sarvam_moe_bridge.py @ 067f987d builds the same):
+-- q, k, v, o with attention_bias biases, per-head Q/K RMSNorms, RoPE on
+-- every dimension; layers from first_k_dense_replace on num_experts
+-- SwiGLU experts of moe_intermediate_size and num_shared_experts shared ones
+-- of the same width (one MLP of their sum), a router h x E without bias in
+-- fp32 scoring with a sigmoid plus the e_score_correction_bias (E) it
+-- selects with, group-limited (n_group, topk_group: DeepSeek-V3's top-2
+-- group scores), the top-k weights renormalised when norm_topk_prob and
+-- times routed_scaling_factor; a dense MLP of intermediate_size before.
+-- The load-balancing loss (router_aux_loss_coef) is computed only with
+-- output_router_logits (MixtralForCausalLM).
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes (unused)
+-- @tparam table extra the builder's extras (config_keys)
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
+--   value of M.SARVAM_MOE_FIXED the classes do not implement
+function builders.sarvam_moe(_, cfg, file, _, extra)
+  refuse_unfixed(cfg, file, M.SARVAM_MOE_FIXED)
+  local c = with_defaults(with_aliases(cfg, M.SARVAM_MOE_ALIASES), M.SARVAM_MOE_DEFAULTS)
+  local r = reader(c, file)
+  local m = llama_like(r, c, file, {})
+  local ab = r.bool("attention_bias", false)
+  m.qkv_bias, m.attn_out_bias, m.qk_norm = ab, ab, true
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(c, "num_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  first_dense(m, c, file)
+  m.moe_router_bias = true
+  deepseek_router(m, r, c, file, true, "noaux_tc")
+  if r.bool("output_router_logits", false) then aux_loss(m, c, file, "router_aux_loss_coef") end
+  extra.config_keys = M.SARVAM_MOE_CONFIG_KEYS
+  return m
+end
+
+--- SarvamMLAConfig's defaults (transformers configuration_sarvam_mla.py @
+-- 0f5d73df, documented as sarvamai/sarvam-105b's; a DeepseekV3Config)
+-- for the keys a `sarvam_mla` config may leave out.
+M.SARVAM_MLA_DEFAULTS = {
+  vocab_size = 262144, hidden_size = 4096, intermediate_size = 16384, moe_intermediate_size = 2048,
+  num_hidden_layers = 32, num_attention_heads = 64, n_shared_experts = 1, n_routed_experts = 128,
+  routed_scaling_factor = 2.5, kv_lora_rank = 512, qk_rope_head_dim = 64, v_head_dim = 128,
+  qk_nope_head_dim = 128, n_group = 16, topk_group = 2, num_experts_per_tok = 8, first_k_dense_replace = 1,
+  norm_topk_prob = true, hidden_act = "silu", tie_word_embeddings = false, attention_bias = false,
+  topk_method = "noaux_tc",
+}
+
+-- A copy of rope settings `rs` whose type "deepseek_yarn" (Sarvam 105B's
+-- Hub config) is YaRN's, as SarvamMLAConfig.convert_rope_params_to_dict
+-- renames it; others as they are.
+local function deepseek_yarn_as_yarn(rs)
+  if type(rs) ~= "table" or (rs.type ~= "deepseek_yarn" and rs.rope_type ~= "deepseek_yarn") then return rs end
+  local t = {}
+  for k, v in pairs(rs) do t[k] = v end
+  if t.type == "deepseek_yarn" then t.type = "yarn" end
+  if t.rope_type == "deepseek_yarn" then t.rope_type = "yarn" end
+  return t
+end
+
+--- Builds the model table of a `sarvam_mla` config (Sarvam 105B;
+-- transformers modular_sarvam_mla.py @ 29686707: every class DeepSeek-V3's,
+-- SarvamMLAConfig a DeepseekV3Config with Sarvam's defaults; Megatron-Bridge
+-- sarvam/sarvam_mla_bridge.py @ 067f987d): DeepSeek-V3's multi-head latent
+-- attention, experts and noaux_tc router (builders.deepseek_v3), the Hub
+-- file's num_experts / num_shared_experts read as n_routed_experts /
+-- n_shared_experts and its head_dim (kv_lora_rank + qk_rope_head_dim, for
+-- vLLM) dropped, as SarvamMLAConfig does; RoPE "deepseek_yarn" is YaRN.
+-- @tparam table _ the reader of the raw config (unused: read with the defaults)
+-- @tparam table cfg the decoded config.json
+-- @tparam string file for errors
+-- @tparam table notes the import's notes (unused)
+-- @tparam table extra the builder's extras (own_numerics)
+-- @treturn table model table
+-- @raise `<file>: <key>: <problem> (got <value>)`
+function builders.sarvam_mla(_, cfg, file, _, extra)
+  local c = with_aliases(cfg, { num_experts = "n_routed_experts", num_shared_experts = "n_shared_experts" })
+  c.head_dim, c.q_head_dim = nil, nil
+  c = with_defaults(c, M.SARVAM_MLA_DEFAULTS)
+  c.rope_scaling, c.rope_parameters = deepseek_yarn_as_yarn(c.rope_scaling), deepseek_yarn_as_yarn(c.rope_parameters)
+  extra.own_numerics = true
+  return numerics(deepseek(reader(c, file), c, file, true), c, file)
+end
+
 --- DeepseekV32Config's defaults (transformers modular_deepseek_v32.py @
 -- 01f8fa55: DeepSeek-V3's shape on Glm4MoeLiteConfig, every layer DSA)
 -- for the keys a `deepseek_v32` config may leave out; the router is
@@ -6822,6 +6952,7 @@ M.ROUTER_FP32 = {
   qwen3_5_moe_text = "qwen_vl/qwen35_vl_provider.py:390", qwen3_vl_moe_text = "qwen_vl/qwen3_vl_provider.py:256",
   step3p5 = "stepfun/step35_bridge.py:366-367 (need_fp32_gate)", bailing_moe_v2 = "bailing/bailing_moe2_bridge.py:99",
   hy_v3 = "hy_v3/hy_v3_bridge.py:88",
+  sarvam_moe = "sarvam/sarvam_provider.py:103", sarvam_mla = "sarvam/sarvam_provider.py:188",
 }
 
 --- Mixture-of-experts model types imported with their experts.
@@ -6831,7 +6962,7 @@ M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
                     "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
-                    "bailing_moe_v2", "bailing_moe", "lfm2_moe", "minimax", "jamba", "hy_v3" }
+                    "bailing_moe_v2", "bailing_moe", "lfm2_moe", "minimax", "jamba", "hy_v3", "sarvam_moe", "sarvam_mla" }
 
 --- Modelling classes (config.json `architectures`) of the supported
 -- types: a config whose own model_type has no reader but whose class is
@@ -6865,6 +6996,9 @@ M.ARCHITECTURES = {
   -- (MiniMaxAI/MiniMax-Text-01, MiniMax-M1-40k / 80k config.json)
   MiniMaxForCausalLM = "minimax", MiniMaxText01ForCausalLM = "minimax", MiniMaxM1ForCausalLM = "minimax",
   JambaForCausalLM = "jamba", HYV3ForCausalLM = "hy_v3",
+  -- transformers' class and the Hub repository's remote code's (the one
+  -- Megatron-Bridge registers its bridge under)
+  SarvamMoeForCausalLM = "sarvam_moe", SarvamMoEForCausalLM = "sarvam_moe", SarvamMLAForCausalLM = "sarvam_mla",
 }
 
 --- Modelling classes of types apsearch knows and does not model

@@ -1417,6 +1417,18 @@ local function deepseek_router(m, r, cfg, file, v3, method, norm_default)
   return m
 end
 
+-- The experts under the names Ling 1.x, K-EXAONE, Hy3 and Sarvam 30B give
+-- them: num_experts of moe_intermediate_size, top num_experts_per_tok,
+-- num_shared_experts shared ones of the same width (one MLP of their sum).
+local function shared_experts_block(m, r, c, file)
+  m.num_experts = r.int("num_experts")
+  m.experts_per_token = r.int("num_experts_per_tok")
+  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  local shared = count(c, "num_shared_experts", 0, file)
+  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  return m
+end
+
 -- The layers from `first_k_dense_replace` on have experts; at least one
 -- must.
 local function first_dense(m, cfg, file)
@@ -1824,11 +1836,7 @@ function builders.bailing_moe(_, cfg, file)
   local m = llama_like(r, c, file, { own_activation = true })
   m.qkv_bias, m.attn_out_bias = r.bool("use_qkv_bias", false), r.bool("use_bias", true)
   if not moe then return m end
-  m.num_experts = r.int("num_experts")
-  m.experts_per_token = r.int("num_experts_per_tok")
-  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
-  local shared = count(c, "num_shared_experts", 0, file)
-  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  shared_experts_block(m, r, c, file)
   first_dense(m, c, file)
   if not (m.experts_per_token > 1 and r.bool("norm_topk_prob", true)) then m.moe_router_pre_softmax = true end
   return m
@@ -3456,11 +3464,7 @@ function builders.exaone_moe(_, cfg, file, notes)
   local r = reader(c, file)
   local m = builders.exaone4(r, c, file, notes)
   m.reordered_norm = nil
-  m.num_experts = r.int("num_experts")
-  m.experts_per_token = r.int("num_experts_per_tok")
-  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
-  local shared = count(c, "num_shared_experts", 0, file)
-  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  shared_experts_block(m, r, c, file)
   local first = count(c, "first_k_dense_replace", 0, file)
   if is_null(c.mlp_layer_types) and first >= m.num_layers then
     util.fail(file, "first_k_dense_replace", "no layer would have experts (num_hidden_layers = " ..
@@ -3541,16 +3545,12 @@ function builders.hy_v3(_, cfg, file, notes, extra)
   local m = llama_like(r, c, file, {})
   m.qk_norm = true
   m.rope_theta = M.HY_V3_DEFAULT_THETA -- numerics keeps a config's own
-  m.num_experts = r.int("num_experts")
-  m.experts_per_token = r.int("num_experts_per_tok")
-  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
+  shared_experts_block(m, r, c, file)
   local alias = c.expert_hidden_dim
   if not is_null(alias) and alias ~= m.moe_ffn_hidden_size then
     util.fail(file, "expert_hidden_dim", "expected moe_intermediate_size = " .. m.moe_ffn_hidden_size ..
       " (its legacy alias; Megatron-Bridge writes both alike)", alias)
   end
-  local shared = count(c, "num_shared_experts", 0, file)
-  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
   mlp_layer_types_dense(m, c, file, M.HY_V3_DENSE_DEFAULT, true, "HYV3Config")
   local mtp = count(c, "num_nextn_predict_layers", 0, file)
   -- the checkpoint's MTP layer holds no embedding or output layer of its
@@ -3630,11 +3630,7 @@ function builders.sarvam_moe(_, cfg, file, _, extra)
   local m = llama_like(r, c, file, {})
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias, m.qk_norm = ab, ab, true
-  m.num_experts = r.int("num_experts")
-  m.experts_per_token = r.int("num_experts_per_tok")
-  m.moe_ffn_hidden_size = r.int("moe_intermediate_size")
-  local shared = count(c, "num_shared_experts", 0, file)
-  if shared > 0 then m.shared_expert_ffn_hidden_size = shared * m.moe_ffn_hidden_size end
+  shared_experts_block(m, r, c, file)
   first_dense(m, c, file)
   m.moe_router_bias = true
   deepseek_router(m, r, c, file, true, "noaux_tc")

@@ -3384,12 +3384,20 @@ local function mlp_layer_types_dense(m, cfg, file, first, fk_checked, class)
       if v[i] == "dense" then dense[#dense + 1] = i - 1 end
     end
   end
+  if #dense == L and is_null(v) then
+    util.fail(file, "num_hidden_layers", ("no layer would have experts: without mlp_layer_types %s makes the " ..
+      "first %d dense"):format(class, first), L)
+  end
   if #dense == L then util.fail(file, "mlp_layer_types", "no layer would have experts", v) end
   local leading = #dense == 0 or dense[#dense] == #dense - 1
   local fk = cfg.first_k_dense_replace
-  if fk_checked and not is_null(fk) and not (leading and fk == #dense) then
+  if fk_checked and not is_null(fk) and not leading then
+    util.fail(file, "first_k_dense_replace", ("cannot say the dense layers of mlp_layer_types, which do not all " ..
+      "lead: leave it out (%s builds mlp_layer_types', not this key's)"):format(class), fk)
+  end
+  if fk_checked and not is_null(fk) and fk ~= #dense then
     util.fail(file, "first_k_dense_replace", ("expected %d, the leading dense layers of mlp_layer_types " ..
-      "(%s builds those, not this key's)"):format(leading and #dense or 0, class), fk)
+      "(%s builds those, not this key's)"):format(#dense, class), fk)
   end
   return set_dense_layers(m, dense, file, is_null(v) and "first_k_dense_replace" or "mlp_layer_types", v)
 end
@@ -3487,7 +3495,24 @@ M.HY_V3_DEFAULTS = {
 --- The config.json key of each MoE model field of a `hy_v3` config, for
 -- the core's errors.
 M.HY_V3_CONFIG_KEYS = { num_experts = "num_experts", experts_per_token = "num_experts_per_tok",
-                        moe_ffn_hidden_size = "moe_intermediate_size" }
+                        moe_ffn_hidden_size = "moe_intermediate_size",
+                        shared_expert_ffn_hidden_size = "num_shared_experts", mtp_layers = "num_nextn_predict_layers" }
+--- Keys HYV3Config (a strict dataclass) holds as int or float, or that
+-- HYV3MoE computes with: null is refused, not read as the default.
+M.HY_V3_NOT_NULL = { "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                     "num_key_value_heads", "head_dim", "num_experts", "num_experts_per_tok", "num_shared_experts",
+                     "moe_intermediate_size", "router_scaling_factor", "rms_norm_eps", "max_position_embeddings" }
+
+-- The keys of DeepSeek's router (deepseek_router) that the routers
+-- read through it under other names do not have (Hy3's HYV3TopKRouter:
+-- no groups, no aux loss), dropped from config copy c so a stray one
+-- changes nothing: transformers ignores them too.
+local function strip_deepseek_router_keys(c)
+  for _, k in ipairs({ "n_group", "topk_group", "aux_loss_alpha", "seq_aux", "scoring_func", "topk_method",
+                       "routed_scaling_factor", "norm_topk_prob" }) do
+    c[k] = nil
+  end
+end
 --- HYV3Config.default_theta: the RoPE base when the config gives none.
 M.HY_V3_DEFAULT_THETA = 11158840.0
 --- HYV3Config's dense layers when `mlp_layer_types` is absent: the first
@@ -3534,10 +3559,18 @@ M.HY_V3_FIXED = {
 -- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for a
 --   value of M.HY_V3_FIXED the classes do not implement
 function builders.hy_v3(_, cfg, file, notes, extra)
+  refuse_nulls(cfg, M.HY_V3_NOT_NULL, file, "HYV3Config")
   local c = with_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.HY_V3_DEFAULTS)
   nonneg(c, "router_scaling_factor", file)
+  if count(c, "num_shared_experts", 0, file) == 0 then
+    not_modelled(file, "num_shared_experts", "no shared expert: transformers' HYV3MoE then builds " ..
+      "HYV3MLP(intermediate_size = 0), which falls back to intermediate_size, while Megatron-Bridge builds none",
+      c.num_shared_experts)
+  end
   -- DeepSeek-V3's router under its names (deepseek_router): renormalised
-  -- (route_norm, held true below), scaled by router_scaling_factor
+  -- (route_norm, held true below), scaled by router_scaling_factor; the
+  -- DeepSeek keys HYV3TopKRouter has no use for are not read
+  strip_deepseek_router_keys(c)
   c.routed_scaling_factor, c.norm_topk_prob = c.router_scaling_factor, true
   extra.config_keys = M.HY_V3_CONFIG_KEYS
   local r = reader(c, file)
@@ -3599,7 +3632,14 @@ M.SARVAM_MOE_FIXED = {
 
 --- The config.json key of each MoE model field of a `sarvam_moe` config.
 M.SARVAM_MOE_CONFIG_KEYS = { num_experts = "num_experts", experts_per_token = "num_experts_per_tok",
-                             moe_ffn_hidden_size = "moe_intermediate_size" }
+                             moe_ffn_hidden_size = "moe_intermediate_size",
+                             shared_expert_ffn_hidden_size = "num_shared_experts" }
+--- Keys SarvamMoeConfig (a strict dataclass) holds as int, float or bool:
+-- null is refused, not read as the default (head_dim may be null).
+M.SARVAM_MOE_NOT_NULL = { "vocab_size", "hidden_size", "intermediate_size", "moe_intermediate_size",
+                          "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "num_experts",
+                          "num_shared_experts", "num_experts_per_tok", "n_group", "topk_group",
+                          "first_k_dense_replace", "norm_topk_prob", "routed_scaling_factor", "rms_norm_eps" }
 
 --- Builds the model table of a `sarvam_moe` config (Sarvam 30B; transformers
 -- modular_sarvam_moe.py @ 0684546d: SarvamMoeAttention = Qwen3Attention,
@@ -3625,7 +3665,12 @@ M.SARVAM_MOE_CONFIG_KEYS = { num_experts = "num_experts", experts_per_token = "n
 --   value of M.SARVAM_MOE_FIXED the classes do not implement
 function builders.sarvam_moe(_, cfg, file, _, extra)
   refuse_unfixed(cfg, file, M.SARVAM_MOE_FIXED)
-  local c = with_defaults(with_aliases(cfg, M.SARVAM_MOE_ALIASES), M.SARVAM_MOE_DEFAULTS)
+  refuse_nulls(cfg, M.SARVAM_MOE_NOT_NULL, file, "SarvamMoeConfig")
+  local c = with_aliases(cfg, M.SARVAM_MOE_ALIASES)
+  -- SarvamMoeTopkRouter reads n_group, topk_group, norm_topk_prob and
+  -- routed_scaling_factor; no aux_loss_alpha, seq_aux or scoring_func
+  for _, k in ipairs({ "aux_loss_alpha", "seq_aux", "scoring_func", "topk_method" }) do c[k] = nil end
+  c = with_defaults(c, M.SARVAM_MOE_DEFAULTS)
   local r = reader(c, file)
   local m = llama_like(r, c, file, {})
   local ab = r.bool("attention_bias", false)
@@ -6474,7 +6519,13 @@ function builders.step3p5(_, cfg, file, notes, extra)
   local theta = cfg.rope_theta
   if type(theta) == "table" then
     local full
-    for i = 1, L do if cfg.layer_types[i] == "full_attention" then full = full or theta[i] end end
+    for i = 1, L do
+      if type(theta[i]) ~= "number" or not (theta[i] > 0 and theta[i] < math.huge) then
+        util.fail(file, ("rope_theta[%d]"):format(i - 1), "expected a positive number per layer (0-based index)",
+          theta[i])
+      end
+      if cfg.layer_types[i] == "full_attention" then full = full or theta[i] end
+    end
     t.rope_theta = full or theta[1]
     note(notes, file, "rope_theta per layer (%s on the full-attention layers) and partial_rotary_factors rotate " ..
       "Q and K only and change no estimate; the model carries the full-attention layers' theta",
@@ -7220,8 +7271,14 @@ end
 -- M.from_config).  Raises NotImplemented; returns otherwise.
 local function refuse_unmodelled(cfg, mt, file, as)
   -- (a multimodal wrapper of an unmodelled text model is said as such below)
+  -- a wrapper of M.WRAPPERS fills in its class's default vision config
+  -- (Step3p7Config), so its text_config alone makes it one
   local towers = type(cfg.text_config) == "table" and
-    (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table")
+    (type(cfg.vision_config) == "table" or type(cfg.audio_config) == "table" or
+     (type(mt) == "string" and M.WRAPPERS[mt] ~= nil))
+  if type(mt) == "string" and M.WRAPPERS[mt] and not is_null(cfg.text_config) and type(cfg.text_config) ~= "table" then
+    util.fail(file, "text_config", "expected an object", cfg.text_config)
+  end
   if type(mt) == "string" and not builders[mt] and M.UNMODELLED[mt] and not towers then
     error(("NotImplemented: %s: model_type: %s: %s"):format(file, read_as(cfg, mt, as), M.UNMODELLED[mt]), 0)
   end

@@ -86,6 +86,16 @@ describe("Hy3 (hy_v3)", function()
     assert.are.same({ 0, 2 }, alt.moe_dense_layers)
   end)
 
+  -- HYV3TopKRouter has no expert groups and no auxiliary loss: DeepSeek's
+  -- keys for them change nothing (transformers ignores them)
+  it("ignores DeepSeek's router keys HYV3TopKRouter does not read", function()
+    local m = hf.from_config(with(decoded("hy3"), { n_group = 8, topk_group = 4, aux_loss_alpha = 0.01,
+      scoring_func = "softmax" }), "hy3.json")
+    assert.is_nil(m.moe_router_num_groups)
+    assert.is_nil(m.moe_aux_loss_coeff)
+    assert.are.equal(2.826, m.moe_router_topk_scaling_factor)
+  end)
+
   it("refuses what HYV3's classes do not build, naming the key", function()
     local base = decoded("hy3")
     for key, v in pairs({ qk_norm = false, route_norm = false, moe_router_use_sigmoid = false,
@@ -104,8 +114,26 @@ describe("Hy3 (hy_v3)", function()
       1, true), e)
     e = err_of(hf.from_config, with(base, { router_scaling_factor = -1 }), "hy3.json")
     assert.is_truthy(e:find("hy3.json: router_scaling_factor: expected a finite number >= 0 (got -1)", 1, true), e)
+    -- transformers' HYV3MoE would build a shared MLP of intermediate_size
+    -- (HYV3MLP's `intermediate_size or config.intermediate_size`), Megatron-
+    -- Bridge none
+    e = err_of(hf.from_config, with(base, { num_shared_experts = 0 }), "hy3.json")
+    assert.is_truthy(e:find("NotImplemented: hy3.json: num_shared_experts: no shared expert", 1, true), e)
+    -- HYV3Config is a strict dataclass: a null int is not its default
+    e = err_of(hf.from_config, with(base, { num_experts = cjson.null }), "hy3.json")
+    assert.is_truthy(e:find("hy3.json: num_experts: null is not a value here (HYV3Config", 1, true), e)
+    -- dense layers that do not lead: no first_k_dense_replace says them
+    local types = {}
+    for i = 1, 80 do types[i] = (i == 1 or i == 40) and "dense" or "sparse" end
+    e = err_of(hf.from_config, with(base, { mlp_layer_types = types }), "hy3.json")
+    assert.is_truthy(e:find("hy3.json: first_k_dense_replace: cannot say the dense layers of mlp_layer_types", 1,
+      true), e)
+    e = err_of(hf.from_config, with(base, { num_hidden_layers = 1 }), "hy3.json")
+    assert.is_truthy(e:find("hy3.json: num_hidden_layers: no layer would have experts", 1, true), e)
     -- HYV3Config's attribute_map: num_local_experts is num_experts
-    e = err_of(hf.from_config, with(base, { num_experts = cjson.null, num_local_experts = 0 }), "hy3.json")
+    local aliased = with(base, { num_local_experts = 0 })
+    aliased.num_experts = nil
+    e = err_of(hf.from_config, aliased, "hy3.json")
     assert.is_truthy(e:find("hy3.json: num_experts: expected a positive integer", 1, true), e)
   end)
 end)

@@ -64,6 +64,13 @@ describe("Step-3.5-Flash", function()
     local said = false
     for _, n in ipairs(info.notes) do said = said or n:find("vision tower (vision_config) is neither", 1, true) ~= nil end
     assert.is_true(said)
+    -- Step3p7Config fills in its default vision config: the text_config
+    -- alone is read the same
+    wrapper.vision_config = nil
+    assert.are.equal(196956130368, core.model_params((hf.from_config(wrapper, "s37.json"))).total)
+    wrapper.text_config = "step3p5"
+    assert.are.equal('s37.json: text_config: expected an object (got "step3p5")',
+      H.err_of(hf.from_config, wrapper, "s37.json"))
   end)
 
   it("refuses what vLLM would not build, naming the key", function()

@@ -3719,12 +3719,16 @@ end
 -- @tparam table _ the reader of the raw config (unused: read with the defaults)
 -- @tparam table cfg the decoded config.json
 -- @tparam string file for errors
--- @tparam table notes the import's notes (unused)
+-- @tparam table notes the import's notes
 -- @tparam table extra the builder's extras (own_numerics)
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`
-function builders.sarvam_mla(_, cfg, file, _, extra)
+function builders.sarvam_mla(_, cfg, file, notes, extra)
   local c = with_aliases(cfg, { num_experts = "n_routed_experts", num_shared_experts = "n_shared_experts" })
+  if not is_null(c.head_dim) then
+    note(notes, file, "head_dim %s (kv_lora_rank + qk_rope_head_dim, for vLLM's MLA) is not the heads' width: " ..
+      "SarvamMLAConfig drops it, and the heads are qk_nope_head_dim + qk_rope_head_dim wide", util.describe(c.head_dim))
+  end
   c.head_dim, c.q_head_dim = nil, nil
   c = with_defaults(c, M.SARVAM_MLA_DEFAULTS)
   c.rope_scaling, c.rope_parameters = deepseek_yarn_as_yarn(c.rope_scaling), deepseek_yarn_as_yarn(c.rope_parameters)
@@ -7163,12 +7167,12 @@ M.UNMODELLED = {
   -- on its text_config (vLLM step3p5.py @ 01b50b9e: Step3p5Attention,
   -- Step3p5DecoderLayer, FusedMoEBlock), which reads keys no config of
   -- this type read here gives
-  step3p7 = "Step-3.7-Flash's language model is Step3p5ForCausalLM (vLLM step3p5.py; apsearch reads it as " ..
-    "model_type step3p5), which reads keys this config does not give: the head-wise attention gate " ..
-    "(use_head_wise_attn_gate), the windowed layers' own heads (attention_other_setting), moe_layers_enum, " ..
-    "moe_num_experts and moe_top_k, per-layer SwiGLU clamps (swiglu_limits); a config giving num_experts, " ..
-    "first_k_dense_replace and share_expert_dim instead says none of them: give the released config.json " ..
-    "(Step3p7ForConditionalGeneration, whose text_config is read as step3p5) or its text model as a step3p5 config",
+  step3p7 = "Step-3.7-Flash without a text_config is not read: its language model is Step3p5ForCausalLM (vLLM " ..
+    "step3p5.py; apsearch reads it as model_type step3p5), whose keys the released file gives in its text_config: " ..
+    "the head-wise attention gate (use_head_wise_attn_gate), the windowed layers' own heads " ..
+    "(attention_other_setting), moe_layers_enum, moe_num_experts and moe_top_k, per-layer SwiGLU clamps " ..
+    "(swiglu_limits); a config giving num_experts, first_k_dense_replace and share_expert_dim instead says none of " ..
+    "them: give the released config.json (Step3p7ForConditionalGeneration) or its text model as a step3p5 config",
   -- transformers configuration_zamba2.py (Zamba2HybridLayer: a shared transformer block)
   zamba2 = "Zamba2's shared transformer blocks (num_mem_blocks of them, reused at the hybrid layers of " ..
     "layers_block_type, on the concatenation of the hidden state and the embeddings, with per-use LoRA adapters: " ..

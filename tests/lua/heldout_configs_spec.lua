@@ -105,8 +105,8 @@ local EXPECT = {
   ["stepfun-ai--Step-3.5-Flash"] = { total = 196956130368, active = 11987323968 },
   -- vLLM's and SGLang's step3p7.py run Step3p5ForCausalLM, whose keys
   -- (moe_num_experts, use_head_wise_attn_gate, ...) this file does not give
-  ["stepfun-ai--Step-3.7-Flash"] = { refused = "model_type: step3p7: Step-3.7-Flash's language model is " ..
-    "Step3p5ForCausalLM" },
+  ["stepfun-ai--Step-3.7-Flash"] = { refused = "model_type: step3p7: Step-3.7-Flash without a text_config is " ..
+    "not read: its language model is Step3p5ForCausalLM" },
   -- GLM-5.1's shapes with indexers on 21 of the 78 layers (Megatron-Core's
   -- and vLLM's schedule of index_topk_freq 4, offset 3: layers 1-3, 7, 11,
   -- ..., 75 1-based): GLM-5.1 less 57 indexers of 2048 x 32 x 128 (wq_b) +

@@ -153,6 +153,19 @@ local function gib(bytes) return bytes / 2 ^ 30 end
 
 -- A custom score objective's direction (true: higher is better), nil for
 -- the built-ins (their names say it) and for `better` comparators.
+-- The notes of a policy's warnings ("note: ..." lines: what the model's
+-- config has that no estimate term prices, the vision tower not counted,
+-- the MTP modules not trained, ...), without their prefix, for
+-- result.json's inputs.notes and the report; nil when there are none.
+local function import_notes(warnings)
+  local out = util.array()
+  for _, w in ipairs(warnings or {}) do
+    local text = type(w) == "string" and w:match("^note: (.*)$")
+    if text then out[#out + 1] = text end
+  end
+  return #out > 0 and out or nil
+end
+
 local function custom_objective_maximize(obj)
   if type(obj) ~= "table" then return nil end
   return obj.maximize
@@ -1058,6 +1071,7 @@ function M.run(policy, opts)
     defaults = policy.defaults,         -- the header lines of a built policy (apsearch.defaults)
     launchable = policy.launchable,     -- run --launchable: the framework whose launch file must build each strategy
     torchtitan_version = policy.torchtitan_version, -- run --torchtitan-version: the TorchTitan release the launch files target
+    notes = import_notes(policy.warnings), -- what the model's config has that no term prices, as stderr says it
   }
 
   return {

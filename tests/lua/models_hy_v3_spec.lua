@@ -136,4 +136,20 @@ describe("Hy3 (hy_v3)", function()
     e = err_of(hf.from_config, aliased, "hy3.json")
     assert.is_truthy(e:find("hy3.json: num_experts: expected a positive integer", 1, true), e)
   end)
+
+  -- the import's note (stderr) is kept in result.json's inputs.notes and
+  -- shown in the report beside the inputs
+  it("keeps the import's notes in result.json and report.html", function()
+    local dir = H.tmpdir() .. "/out"
+    local code, _, err = H.apsearch("run", "--model", "examples/models/hy3.json", "--cluster", "h100-sxm-80gb:16",
+      "--top-k", "1", "--candidates", "none", "--out", dir, "--quiet")
+    assert.are.equal(0, code, err)
+    local notes = H.read_json(dir .. "/result.json").inputs.notes
+    local said = false
+    for _, n in ipairs(notes) do said = said or n:find("enable_lm_head_fp32: read by neither", 1, true) ~= nil end
+    assert.is_true(said)
+    local html = H.read(dir .. "/report.html")
+    assert.truthy(html:find('<div class="notice" id="notes"><b>Notes on the inputs</b>', 1, true))
+    assert.truthy(html:find("enable_lm_head_fp32: read by neither", 1, true))
+  end)
 end)

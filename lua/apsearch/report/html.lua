@@ -1014,6 +1014,13 @@ function M.render(result, opts)
     P(fact("overrides", table.concat(o, " ")))
   end
   P("</div>\n")
+  -- the import's notes (stderr's "note:" lines): what the estimate does
+  -- not price or count, beside the inputs they qualify
+  if #(inp.notes or {}) > 0 then
+    local items = {}
+    for _, n in ipairs(inp.notes) do items[#items + 1] = "<li>" .. esc(n) .. "</li>" end
+    P("<div class=\"notice\" id=\"notes\"><b>Notes on the inputs</b><ul>" .. table.concat(items) .. "</ul></div>\n")
+  end
 
   if result.baseline_diff then P(baseline_html(result.baseline_diff)) end
 

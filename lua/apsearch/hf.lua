@@ -3503,14 +3503,18 @@ M.HY_V3_NOT_NULL = { "vocab_size", "hidden_size", "intermediate_size", "num_hidd
                      "num_key_value_heads", "head_dim", "num_experts", "num_experts_per_tok", "num_shared_experts",
                      "moe_intermediate_size", "router_scaling_factor", "rms_norm_eps", "max_position_embeddings" }
 
--- The keys of DeepSeek's router (deepseek_router) that the routers
--- read through it under other names do not have (Hy3's HYV3TopKRouter:
--- no groups, no aux loss), dropped from config copy c so a stray one
--- changes nothing: transformers ignores them too.
-local function strip_deepseek_router_keys(c)
-  for _, k in ipairs({ "n_group", "topk_group", "aux_loss_alpha", "seq_aux", "scoring_func", "topk_method",
-                       "routed_scaling_factor", "norm_topk_prob" }) do
-    c[k] = nil
+--- The keys deepseek_router reads.
+M.DEEPSEEK_ROUTER_KEYS = { "n_group", "topk_group", "aux_loss_alpha", "seq_aux", "scoring_func", "topk_method",
+                           "routed_scaling_factor", "norm_topk_prob" }
+
+-- Config copy c without the keys of deepseek_router that a router read
+-- through it does not have (all but those of `keep`, a set): a stray one
+-- then changes nothing, as transformers ignores it too (Hy3's
+-- HYV3TopKRouter has no groups and no aux loss; Sarvam 30B's
+-- SarvamMoeTopkRouter reads groups, norm_topk_prob and the scaling only).
+local function strip_deepseek_router_keys(c, keep)
+  for _, k in ipairs(M.DEEPSEEK_ROUTER_KEYS) do
+    if not (keep and keep[k]) then c[k] = nil end
   end
 end
 --- HYV3Config.default_theta: the RoPE base when the config gives none.
@@ -3667,9 +3671,8 @@ function builders.sarvam_moe(_, cfg, file, _, extra)
   refuse_unfixed(cfg, file, M.SARVAM_MOE_FIXED)
   refuse_nulls(cfg, M.SARVAM_MOE_NOT_NULL, file, "SarvamMoeConfig")
   local c = with_aliases(cfg, M.SARVAM_MOE_ALIASES)
-  -- SarvamMoeTopkRouter reads n_group, topk_group, norm_topk_prob and
-  -- routed_scaling_factor; no aux_loss_alpha, seq_aux or scoring_func
-  for _, k in ipairs({ "aux_loss_alpha", "seq_aux", "scoring_func", "topk_method" }) do c[k] = nil end
+  strip_deepseek_router_keys(c, { n_group = true, topk_group = true, norm_topk_prob = true,
+                                  routed_scaling_factor = true })
   c = with_defaults(c, M.SARVAM_MOE_DEFAULTS)
   local r = reader(c, file)
   local m = llama_like(r, c, file, {})

@@ -53,6 +53,11 @@ describe("Sarvam 30B (sarvam_moe)", function()
     assert.are.same({ 64, 2048, 8, 2 }, { m.num_experts, m.shared_expert_ffn_hidden_size,
       m.moe_router_num_groups, m.moe_router_group_topk })
     assert.is_nil(m.moe_aux_loss_coeff) -- router_aux_loss_coef unused without router logits
+    -- DeepSeek's keys SarvamMoeTopkRouter does not read change nothing
+    local stray = hf.from_config({ model_type = "sarvam_moe", aux_loss_alpha = 0.01, scoring_func = "softmax",
+      seq_aux = true }, "s.json")
+    assert.is_nil(stray.moe_aux_loss_coeff)
+    assert.is_true(stray.moe_router_bias)
     m = hf.from_config({ model_type = "sarvam_moe", output_router_logits = true }, "s.json")
     assert.are.equal(0.001, m.moe_aux_loss_coeff) -- SarvamMoeConfig's router_aux_loss_coef
     assert.is_nil(m.moe_seq_aux_loss)             -- Mixtral's load-balancing loss: over the batch

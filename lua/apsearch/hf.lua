@@ -1091,7 +1091,7 @@ end
 -- modelled nor counted (noted).
 local function qwen_vl(r, cfg, file, notes)
   local text = cfg
-  if type(cfg.text_config) == "table" then
+  if type(cfg.text_config) == "table" and #cfg.text_config == 0 then
     text = with_defaults(cfg.text_config, { tie_word_embeddings = cfg.tie_word_embeddings })
     r = reader(text, file .. ": text_config")
   elseif not is_null(cfg.text_config) then
@@ -1901,7 +1901,8 @@ local function sub_config(cfg, key, file, required)
     if required then util.fail(file, key, "required key is missing", nil) end
     return {}
   end
-  if type(v) ~= "table" then util.fail(file, key, "expected an object", v) end
+  -- (a JSON array decodes to a table too: one with entries is refused)
+  if type(v) ~= "table" or #v > 0 then util.fail(file, key, "expected an object", v) end
   return v
 end
 

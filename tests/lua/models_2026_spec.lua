@@ -582,6 +582,9 @@ describe("2025-26 families: refusals name what is not modelled", function()
     cfg.text_config = "x"
     assert.are.equal('qwen2.5-vl.json: text_config: expected an object or null (got "x")',
       err_of(hf.from_config, cfg, "qwen2.5-vl.json"))
+    cfg.text_config = { text } -- a JSON array holding the object
+    assert.are.equal("qwen2.5-vl.json: text_config: expected an object or null (got {table})",
+      err_of(hf.from_config, cfg, "qwen2.5-vl.json"))
   end)
 
   -- tencent/Hunyuan-A13B (card: 80B total, 13B active): h 4096, 32 layers,

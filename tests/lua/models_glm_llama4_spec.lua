@@ -409,6 +409,13 @@ describe("llama4: bad values exit 2 naming file, key and value", function()
     cfg = decoded("llama-4-scout-17b-16e")
     cfg.text_config = 5
     assert.are.equal("s.json: text_config: expected an object (got 5)", err_of(hf.from_config, cfg, "s.json"))
+    -- a JSON array decodes to a Lua table too: one with entries is not an object
+    cfg = decoded("llama-4-scout-17b-16e")
+    cfg.text_config = { 1, 2 }
+    assert.are.equal("s.json: text_config: expected an object (got {1, 2})", err_of(hf.from_config, cfg, "s.json"))
+    cfg = decoded("llama-4-scout-17b-16e")
+    cfg.vision_config = { "a" }
+    assert.are.equal('s.json: vision_config: expected an object (got {"a"})', err_of(hf.from_config, cfg, "s.json"))
   end)
 
   it("exits 2 from the binary with the file, key and value", function()

@@ -102,6 +102,15 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out);
 
 /** Whether layer i (0-based) of a validated model has routed experts. */
 bool aps_model_is_moe_layer(const aps_model *m, int64_t i);
+/** How many layers i in [lo, hi) (0-based; i >= num_layers are the
+ *  multi-token-prediction layers, each of the last decoder layer's type)
+ *  of a validated model m have routed experts: the count of
+ *  aps_model_is_moe_layer over the range, in closed form from
+ *  moe_first_dense_layers, moe_layer_freq / moe_layer_phase and
+ *  moe_dense_layers (a hybrid model's pattern is walked: it has at most
+ *  APS_MAX_HYBRID_LAYERS), so a 65,536-layer model costs no more than a
+ *  short one.  0 when hi <= lo or the model has no experts. */
+int64_t aps_model_moe_layers_in(const aps_model *m, int64_t lo, int64_t hi);
 /** What whole-layer CUDA graphs capture of a dropless MoE model m:
  *  Megatron-Core cannot graph its experts (their shapes change each step;
  *  its "moe" module needs drop-padding, transformer_config.py @ d98e8a64

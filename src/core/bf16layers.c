@@ -80,8 +80,7 @@ static int64_t span_moe_layers(const aps_model *m, const aps_layer_spans *sp)
     if (m->num_experts <= 0)
         return 0;
     for (int64_t k = 0; k < sp->n; k++)
-        for (int64_t l = sp->start[k]; l < sp->start[k] + sp->len[k]; l++)
-            count += aps_model_is_moe_layer(m, l);
+        count += aps_model_moe_layers_in(m, sp->start[k], sp->start[k] + sp->len[k]);
     return count;
 }
 

@@ -283,10 +283,8 @@ bool aps_model_has_dense_mlp_layer(const aps_model *m)
 {
     if (!aps_model_is_moe(m))
         return true;
-    for (int64_t i = 0; !aps_model_is_hybrid(m) && i < m->num_layers; i++)
-        if (!aps_model_is_moe_layer(m, i))
-            return true;
-    return false;
+    return !aps_model_is_hybrid(m) &&
+           aps_model_moe_layers_in(m, 0, m->num_layers) < m->num_layers;
 }
 
 aps_cuda_graph_scope aps_cuda_graph_dropless_modules(const aps_model *m)

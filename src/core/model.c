@@ -436,10 +436,7 @@ static aps_status validate_moe(aps_model *m, char *err, size_t n)
             return APS_EINVAL;
         }
     }
-    int64_t moe_layers = 0;
-    for (int64_t i = 0; i < m->num_layers; i++)
-        moe_layers += aps_model_is_moe_layer(m, i);
-    if (moe_layers == 0) {
+    if (aps_model_moe_layers_in(m, 0, m->num_layers) == 0) {
         aps_fmt(err, n, "model.num_experts: %lld experts but no layer has "
                 "them (moe_first_dense_layers, moe_layer_freq, "
                 "moe_dense_layers)", (long long)m->num_experts);
@@ -478,6 +475,44 @@ bool aps_model_is_moe_layer(const aps_model *m, int64_t i)
         if (m->moe_dense_layers[j] == i)
             return false;
     return true;
+}
+
+/* Layers i in [0, x) with i mod k == phase (0 <= phase < k). */
+static int64_t phase_count_below(int64_t x, int64_t k, int64_t phase)
+{
+    return x > phase ? (x - phase - 1) / k + 1 : 0;
+}
+
+int64_t aps_model_moe_layers_in(const aps_model *m, int64_t lo, int64_t hi)
+{
+    int64_t L = m->num_layers;
+    if (m->num_experts <= 0 || hi <= lo || L <= 0)
+        return 0;
+    int64_t count = 0;
+    if (hi > L) { /* the MTP layers: each of the last decoder layer's type */
+        int64_t from = lo > L ? lo : L;
+        count += (hi - from) * (int64_t)aps_model_is_moe_layer(m, L - 1);
+        hi = from;
+    }
+    if (lo < 0)
+        lo = 0;
+    if (aps_model_is_hybrid(m)) { /* the pattern is at most APS_MAX_HYBRID_LAYERS */
+        for (int64_t i = lo; i < hi; i++)
+            count += aps_model_is_moe_layer(m, i);
+        return count;
+    }
+    if (lo < m->moe_first_dense_layers)
+        lo = m->moe_first_dense_layers;
+    if (hi <= lo)
+        return count;
+    int64_t k = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
+    count += phase_count_below(hi, k, m->moe_layer_phase) -
+             phase_count_below(lo, k, m->moe_layer_phase);
+    for (int64_t j = 0; j < m->moe_dense_layer_count; j++) {
+        int64_t d = m->moe_dense_layers[j]; /* ascending, distinct */
+        count -= d >= lo && d < hi && d % k == m->moe_layer_phase;
+    }
+    return count;
 }
 
 /*
@@ -1412,9 +1447,8 @@ void aps_model_param_counts(const aps_model *m, aps_param_counts *out)
     double v4 = aps_dsv4_layers_delta_params(m) +
                 aps_dsa_indexer_params_sum(m) + aps_msa_indexer_params_sum(m);
     out->per_layer += v4 / (double)m->num_layers;
-    double L = (double)m->num_layers, moe = 0.0;
-    for (int64_t i = 0; i < m->num_layers && m->num_experts > 0; i++)
-        moe += aps_model_is_moe_layer(m, i);
+    double L = (double)m->num_layers,
+           moe = (double)aps_model_moe_layers_in(m, 0, m->num_layers);
     double dense_ffn = dense_mlp_params(m);
     if (moe > 0) {
         double rest = out->per_layer - dense_ffn;

@@ -454,8 +454,7 @@ int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
     int64_t start[APS_MAX_STAGES], len[APS_MAX_STAGES];
     int64_t n = aps_layout_rank_spans(lay, i, start, len);
     for (int64_t k = 0; k < n; k++)
-        for (int64_t l = start[k]; l < start[k] + len[k]; l++)
-            count += aps_model_is_moe_layer(m, l);
+        count += aps_model_moe_layers_in(m, start[k], start[k] + len[k]);
     return count;
 }
 
@@ -1486,9 +1485,7 @@ double aps_moe_flops_delta(const aps_model *m, double S, bool causal)
         return 0.0;
     /* every layer's MLA difference, each MoE layer's expert difference
      * (aps_moe_flops_layer_delta, summed without redoing the MLA terms) */
-    double moe_layers = 0.0;
-    for (int64_t i = 0; i < m->num_layers; i++)
-        moe_layers += aps_model_is_moe_layer(m, i);
+    double moe_layers = (double)aps_model_moe_layers_in(m, 0, m->num_layers);
     return (double)m->num_layers * mla_flops_delta(m, S, causal) +
            (m->num_experts > 0 ? moe_layers * aps_moe_ffn_flops_delta(m, S) : 0.0);
 }

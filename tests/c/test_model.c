@@ -555,6 +555,51 @@ static void test_moe_params_qwen3_30b_a3b(void **state)
     ASSERT_DBL_EXACT(pc.active, 3353032704.0);
 }
 
+/* aps_model_moe_layers_in, the closed form, against aps_model_is_moe_layer
+ * summed layer by layer over every range [lo, hi) of a 23-layer model
+ * plus two MTP layers (indices 23, 24), for leading dense layers,
+ * moe_layer_freq / moe_layer_phase and a moe_dense_layers list; and a
+ * hand count: freq 3, phase 1, 2 leading dense, dense list {4, 10}:
+ * MoE layers 7, 13, 16, 19, 22 (1 < 2 is leading dense; 4, 10 listed). */
+static void test_moe_layers_in_closed_form(void **state)
+{
+    (void)state;
+    static const int64_t freq[] = {1, 2, 3, 4};
+    aps_model m;
+    moe_model(&m, "range", 23, 256, 4, 4, 512, 1000);
+    m.num_experts = 8;
+    m.experts_per_token = 2;
+    m.moe_ffn_hidden_size = 128;
+    for (size_t f = 0; f < sizeof freq / sizeof freq[0]; f++)
+        for (int64_t phase = 0; phase < freq[f]; phase++)
+            for (int64_t first = 0; first < 3; first++)
+                for (int64_t list = 0; list < 2; list++) {
+                    m.moe_layer_freq = freq[f];
+                    m.moe_layer_phase = phase;
+                    m.moe_first_dense_layers = first;
+                    m.moe_dense_layer_count = list ? 2 : 0;
+                    m.moe_dense_layers[0] = 4;
+                    m.moe_dense_layers[1] = 10;
+                    for (int64_t lo = -1; lo <= 25; lo++)
+                        for (int64_t hi = lo; hi <= 25; hi++) {
+                            int64_t want = 0;
+                            for (int64_t i = lo < 0 ? 0 : lo; i < hi; i++)
+                                want += aps_model_is_moe_layer(&m, i);
+                            assert_int_equal(aps_model_moe_layers_in(&m, lo, hi), want);
+                        }
+                }
+    m.moe_layer_freq = 3;
+    m.moe_layer_phase = 1;
+    m.moe_first_dense_layers = 2;
+    m.moe_dense_layer_count = 2;
+    assert_int_equal(aps_model_moe_layers_in(&m, 0, 23), 5);
+    assert_int_equal(aps_model_moe_layers_in(&m, 8, 17), 2);
+    /* layer 22 (the last) is MoE: each MTP layer past it is too */
+    assert_int_equal(aps_model_moe_layers_in(&m, 20, 25), 3);
+    m.num_experts = 0;
+    assert_int_equal(aps_model_moe_layers_in(&m, 0, 23), 0);
+}
+
 /* Qwen1.5-MoE-A2.7B: L=24, h=2048, a=kv=16, d=128, f=1408, fs=5632, E=60,
  * top-4, V=151936.  Attention 4*2048*2048 + qkv bias 48*128 = 16,783,360;
  * shared expert 3*2048*5632 + its gate 2048 = 34,605,056; router 122,880;
@@ -1678,6 +1723,7 @@ int main(void)
         cmocka_unit_test(test_ep_comm_overlap),
         cmocka_unit_test(test_moe_params_qwen3_30b_a3b),
         cmocka_unit_test(test_moe_params_qwen15_moe_shared_expert),
+        cmocka_unit_test(test_moe_layers_in_closed_form),
         cmocka_unit_test(test_moe_params_deepseek_v3_mla_mtp),
         cmocka_unit_test(test_moe_params_deepseek_v2_lite),
         cmocka_unit_test(test_dsa_params_deepseek_v32),

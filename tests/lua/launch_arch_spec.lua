@@ -153,6 +153,28 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
     has(script(nb), { ["--squared-relu"] = true, ["--disable-bias-linear"] = true }, { "--no-bias-gelu-fusion" })
   end)
 
+  -- Jais 2's two matrices of 1,026 (2 x 512 x 1,026 weights, 4 x 512 x 1,026
+  -- FLOPs a token) as TorchTitan's three of 684 (3 x 512 x 684: the same);
+  -- 1,024 is not a multiple of 3/2: 683 (2,049 // 3), within one column
+  it("TorchTitan: a two-matrix MLP written as SwiGLU of 2/3 its width (the same weights and GEMM FLOPs)", function()
+    local tt = require "apsearch.launch.torchtitan"
+    local function shape(f)
+      local m = hf.from_config({ model_type = "jais2", num_hidden_layers = 2, hidden_size = 512,
+        num_attention_heads = 4, intermediate_size = f, vocab_size = 1000 }, "j2.json")
+      local s, _, notes = tt.model_shape(m, 1024, 1)
+      for _, n in ipairs(notes) do if n[2]:find("MLP: HEAD's llama3 block is SwiGLU", 1, true) then return s, n[2] end end
+      return s
+    end
+    local s, note = shape(1026)
+    assert.are.equal(684, s.hidden_dim)
+    assert.truthy(note:find("written as SwiGLU of width 684, 2/3 of the model's 1026, with the parameters", 1, true))
+    s, note = shape(1024)
+    assert.are.equal(683, s.hidden_dim)
+    assert.truthy(note:find("within one column of the parameters", 1, true))
+    local sw = tt.model_shape(load("llama-3.1-8b"), 1024, 1)
+    assert.are.equal(14336, sw.hidden_dim)
+  end)
+
   it("gemma-3-4b: window 1023 with period 6; linear RoPE scaling not written", function()
     local flags, notes = script(load("gemma-3-4b-pt"))
     has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "1023,0", ["--window-attn-skip-freq"] = "6",

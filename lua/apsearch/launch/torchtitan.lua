@@ -353,8 +353,14 @@ function M.model_shape(m, seq, pp)
       "prices Gated DeltaNet models for Megatron-LM only)")
   end
   if m.mlp and m.mlp ~= "swiglu" then
-    N("NOT EXPRESSIBLE in TorchTitan", tostring(m.mlp) .. " MLP: HEAD's llama3 block is SwiGLU " ..
-      "(FeedForward w1, w2, w3); written as SwiGLU of width " .. tostring(m.ffn_hidden_size))
+    -- the model's two matrices of width f hold 2 h f weights and cost 4 h f
+    -- FLOPs a token forward: a SwiGLU of width 2f/3 (three matrices) the same
+    local f = m.ffn_hidden_size
+    shape.hidden_dim = (2 * f + 1) // 3
+    N("NOT EXPRESSIBLE in TorchTitan", string.format("%s MLP: HEAD's llama3 block is SwiGLU (FeedForward w1, " ..
+      "w2, w3); written as SwiGLU of width %d, 2/3 of the model's %d, %s the parameters and GEMM FLOPs of its " ..
+      "two matrices (not its activation memory)", tostring(m.mlp), shape.hidden_dim, f,
+      2 * f % 3 == 0 and "with" or "within one column of"))
   end
   if m.norm and m.norm ~= "rmsnorm" then
     N("NOT EXPRESSIBLE in TorchTitan", tostring(m.norm) .. ": HEAD's llama3 model normalises with RMSNorm")

@@ -456,12 +456,19 @@
 
   // 6. trends: best step time and its memory per dp / tp / pp / cp (/ ep) degree
   var trends = D.trends || [];
+  // level degree labels the chart's width holds, shared by its panels
+  var TREND_LEVEL_LABELS = 24;
   chart('chart6', trends.some(function (t) { return t.points.length > 0; }), function () {
     var n = trends.length, grids = [], xs = [], ys = [], series = [];
     var w = 100 / n;
     trends.forEach(function (t, i) {
-      grids.push({ left: (i * w + 4) + '%', width: (w - 9) + '%', top: 80, bottom: 72 });
-      xs.push({ type: 'category', gridIndex: i, name: t.label, nameLocation: 'middle', nameGap: 28,
+      grids.push({ left: (i * w + 4) + '%', width: (w - 9) + '%', top: 80, bottom: 84 });
+      // every degree labelled (ECharts' automatic interval skips some, and
+      // the degrees are not evenly spaced: a bar without its label reads as
+      // the missing degree); slanted when they would not fit level
+      var slant = t.points.length > TREND_LEVEL_LABELS / n;
+      xs.push({ type: 'category', gridIndex: i, name: t.label, nameLocation: 'middle', nameGap: slant ? 40 : 28,
+        axisLabel: { interval: 0, rotate: slant ? 45 : 0, fontSize: 10 },
         data: t.points.map(function (p) { return String(p.value); }) });
       ys.push({ type: 'value', gridIndex: i, name: i === 0 ? 'best step time (s)' : '', splitLine: { show: true } });
       ys.push({ type: 'value', gridIndex: i, name: i === n - 1 ? 'its memory (GiB)' : '', position: 'right', splitLine: { show: false } });

@@ -489,7 +489,7 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
         self:fail(p, ("unknown field: the Hugging Face key of model.%s (a config.json is read with model = " ..
           "\"path/config.json\")"):format(hf_key), v)
       end
-      if not name then self:fail(p, suggest.unknown("unknown field", k, suggest.keys(fields)), v) end
+      if not name then self:fail(p, suggest.unknown("unknown field", k, schema.spellings(fields)), v) end
       local kind = fields[name]
       if factor then
         if not util.is_finite(v) then self:fail(p, "expected a number", v) end

@@ -344,6 +344,22 @@ function M.resolve(fields, key)
   return nil
 end
 
+--- The names a field table accepts as written in policies and `--set`:
+-- its fields, and for each byte field its `_gib` spelling
+-- (`memory_limit_bytes` -> `memory_limit_gib`), the one the docs use --
+-- the candidates of an unknown field's "did you mean" and list.
+-- @tparam table fields one of the field tables of this module
+-- @treturn table sorted names
+function M.spellings(fields)
+  local out = {}
+  for k, kind in pairs(fields) do
+    out[#out + 1] = k
+    if NUMERIC[kind] and k:find("_bytes$") then out[#out + 1] = k:gsub("_bytes$", "_gib") end
+  end
+  table.sort(out)
+  return out
+end
+
 --- The per-layer modules a CUDA graph scope may join with "+", in the
 -- order a scope is spelt back (Megatron-Core's --cuda-graph-modules names,
 -- transformer_config.py @ d98e8a64 CudaGraphModule; moe_router takes the

@@ -106,6 +106,24 @@ local function unseparated_distance(a, b, max)
   return d <= max and d + M.UNSEPARATED_PENALTY or math.huge
 end
 
+--- Names other tools give apsearch's fields (torchrun, DeepSpeed,
+-- Megatron-LM, TorchTitan, Slurm), suggested first when the field is
+-- among the known names: `gpus_per_node` is no edit away from
+-- `devices_per_node`.
+M.FIELD_ALIASES = {
+  gpus_per_node = "devices_per_node", nproc_per_node = "devices_per_node", ngpus_per_node = "devices_per_node",
+  num_gpus = "num_devices", gpus = "num_devices", world_size = "num_devices", n_gpus = "num_devices",
+  num_nodes = "nodes", nnodes = "nodes", gpu = "device", gpu_type = "device",
+  seq_len = "seq_length", max_seq_len = "seq_length", seqlen = "seq_length",
+  global_batch = "global_batch_size", train_batch_size = "global_batch_size",
+  micro_batch = "micro_batch_size", train_micro_batch_size_per_gpu = "micro_batch_size",
+  dtype = "precision", mixed_precision = "precision",
+  tensor_parallel_size = "tp_degree", tensor_model_parallel_size = "tp_degree",
+  pipeline_parallel_size = "pp_degree", pipeline_model_parallel_size = "pp_degree",
+  context_parallel_size = "cp_degree", expert_model_parallel_size = "ep_degree",
+  expert_parallel_size = "ep_degree", data_parallel_shard_degree = "fsdp_degree",
+}
+
 --- The known names closest to `word`.
 -- @tparam string word what was given
 -- @tparam table candidates array of known names (or a set: name -> true)
@@ -117,9 +135,12 @@ function M.closest(word, candidates)
   else for k in pairs(candidates) do list[#list + 1] = tostring(k) end table.sort(list) end
   local scored = {}
   local limit = M.threshold(word)
+  local alias = M.FIELD_ALIASES[word]
   for _, c in ipairs(list) do
     c = tostring(c)
-    if c ~= word then
+    if c == alias then
+      scored[#scored + 1] = { c, 0 }
+    elseif c ~= word then
       -- a name the word is the start of ("h100" of "h100-sxm-80gb") is
       -- what was meant before any name a few edits away ("b200")
       if prefix_of(word, c) then

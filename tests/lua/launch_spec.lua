@@ -1060,6 +1060,15 @@ describe("launch configs", function()
     assert.is_true(v["--no-yarn-correction-range-round-to-int"])
     assert.is_nil(v["--mscale"]) assert.is_nil(v["--mscale-all-dim"])
     cfg.rope_scaling.mscale_all_dim, cfg.rope_scaling.truncate = nil, nil
+    -- OLMo 3's attention_factor, 0.1 ln 8 + 1 (= get_mscale(8)), at factor 8:
+    -- the solved --mscale is 1 up to float error, Megatron's default, not written
+    cfg.rope_scaling.factor, cfg.rope_scaling.attention_factor = 8.0, 1.2079441541679836
+    _, v = parse_megatron(files(hf.from_config(cfg, "qwen2.5-7b-yarn/config.json")).megatron.text)
+    assert.are.same({ "8" }, { v["--rotary-scaling-factor"], v["--mscale"] })
+    cfg.rope_scaling.attention_factor = 1.5 -- (1.5 x 1 - 1) / (0.1 ln 8) = 2.40449...
+    _, v = parse_megatron(files(hf.from_config(cfg, "qwen2.5-7b-yarn/config.json")).megatron.text)
+    assert.near(0.5 / (0.1 * math.log(8)), tonumber(v["--mscale"]), 1e-9)
+    cfg.rope_scaling.factor, cfg.rope_scaling.attention_factor = 4.0, nil
     -- an original context above max_position_embeddings (131072 in this
     -- config.json): refused by _check_yarn_scaling_factor, so not written
     cfg.rope_scaling.original_max_position_embeddings = 262144

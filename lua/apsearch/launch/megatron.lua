@@ -197,6 +197,9 @@ function M.yarn_mscale(m, mla, A, N)
       M.num(f)))
     wms = 1.0
   end
+  -- (a mscale solved from an attention_factor carries the float error of
+  -- the solve, OLMo 3's 1 + 2e-16: to 12 digits, which is 1 and not written)
+  wms = tonumber(string.format("%.12g", wms))
   if wmd > 0 or wms ~= 1 then A("--mscale", M.num(wms)) end
   if wmd > 0 then A("--mscale-all-dim", M.num(wmd)) end
 end

@@ -1660,8 +1660,9 @@ local function cmd_inspect(args)
     model, info = presets.model(ref)
     source = info.source
   else
-    util.fail("inspect", "MODEL", "not a config.json path, a snapshot directory or a model preset (known: " ..
-      util.join(presets.all_model_names()) .. ")", ref)
+    local names = presets.all_model_names()
+    util.fail("inspect", "MODEL", require("apsearch.suggest").problem("not a config.json path, a snapshot " ..
+      "directory or a model preset", ref, names) .. " (known: " .. util.join(names) .. ")", ref)
   end
   local core = require "apsearch.core"
   local counts = core.model_params(model)

@@ -1149,7 +1149,9 @@ local function cmd_run(args)
         -- folded at the table's width on a terminal, as the notes are
         local tty = require("apsearch.core").isatty(2)
         local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
-        util.log("%s", require("apsearch.format.common").fold_text(differ, width))
+        for line in (differ .. "\n"):gmatch("(.-)\n") do
+          util.log("%s", require("apsearch.format.common").fold_text(line, width))
+        end
       end
     end
   end
@@ -1405,9 +1407,10 @@ local function strategy_from_policy(opts)
   return p, ctx, inputs, s, M.defaulted_note(p.search_space.dims, given, s)
 end
 
---- The terminal's line for launch files that build another job than the
+--- The terminal's lines for launch files that build another job than the
 -- estimated one (the ranked records' `launch_differs`, set when the files
--- are written): the engines per rank, or nil when every file builds it.
+-- are written): the engines per rank, then (a second line, after "\n")
+-- M.no_engine_note's when no engine builds any; nil when every file builds it.
 -- @tparam table result a result whose launch files were written
 -- @treturn string|nil
 function M.launch_differs_note(result)
@@ -1428,19 +1431,19 @@ function M.launch_differs_note(result)
       or ("ranks %d-%d: %s"):format(r.from, r.to, r.engines)
   end
   if #parts == 0 then return nil end
-  return "apsearch: note: " .. M.no_engine_note(result)
-    .. "launch files that build another job than the one estimated (the NOT WRITTEN / NOT "
-    .. "EXPRESSIBLE lines atop each say how; --launchable ENGINE ranks only what an engine runs as estimated): "
-    .. table.concat(parts, "; ")
+  local none = M.no_engine_note(result)
+  return "apsearch: note: launch files that build another job than the one estimated: " .. table.concat(parts, "; ")
+    .. " (the NOT WRITTEN / NOT EXPRESSIBLE lines atop each say how; --launchable ENGINE ranks only what an "
+    .. "engine runs as estimated)" .. (none ~= "" and ("\napsearch: note: " .. none) or "")
 end
 
 -- the engine whose files run a framework's jobs
 local ENGINE_OF = { megatron = "megatron", fsdp2 = "torchtitan", automodel = "automodel" }
 
---- The sentence that leads the launch note when no engine builds any
--- ranked job as estimated (every record differs on every engine apsearch
--- writes, apsearch.launch.engines), naming rank 1's first difference for
--- the policy's framework; "" otherwise.
+--- The note that follows the launch note (its second line) when no
+-- engine builds any ranked job as estimated (every record differs on
+-- every engine apsearch writes, apsearch.launch.engines), naming rank 1's
+-- first difference for the policy's framework last; "" otherwise.
 -- @tparam table result a result whose launch files were written
 -- @treturn string
 function M.no_engine_note(result)
@@ -1453,8 +1456,8 @@ function M.no_engine_note(result)
   local fw = ((result.inputs or {}).training or {}).framework
   local d = top[1].launch_differs
   local engine = d[ENGINE_OF[fw] or ""] and ENGINE_OF[fw] or util.sorted_keys(d)[1]
-  return ("no engine apsearch writes runs any ranked job as estimated (rank 1, %s: %s); the ranking is "
-    .. "the estimate's, not a job you can launch as it is. "):format(engine, util.printable(tostring(d[engine])))
+  return ("no engine apsearch writes runs any ranked job as estimated: the ranking is the estimate's, not a job "
+    .. "you can launch as it is; rank 1, %s: %s"):format(engine, util.printable(tostring(d[engine])))
 end
 
 -- the options `--from` excludes: the result's inputs and rank fix them

@@ -544,9 +544,17 @@ function Norm:model(v)
     if pathish(ref) then
       -- a config path that is not there: the nearest file names beside it
       if not lfs.attributes(ref) then
-        local base = {}
-        for i, f in ipairs(M.files_beside(ref)) do base[i] = f:match("[^/]*$") end
-        local near = suggest.did_you_mean(ref:match("[^/]*$"), base)
+        -- (by their stems: "nope.json" is not near "foo.json" for the ".json" they share)
+        local stems, file_of = {}, {}
+        local function stem(f) return (f:gsub("%.json$", "")) end
+        for _, f in ipairs(M.files_beside(ref)) do
+          local b = f:match("[^/]*$")
+          stems[#stems + 1] = stem(b)
+          file_of[stem(b)] = b
+        end
+        local near = suggest.closest(stem(ref:match("[^/]*$")), stems)
+        for i, n in ipairs(near) do near[i] = string.format("%q", file_of[n]) end
+        near = #near > 0 and ("did you mean " .. table.concat(near, " or ") .. "?") or nil
         if near then error(("%s: cannot read config: no such file; %s"):format(ref, near), 0) end
       end
       local m, i = hf.load(ref)

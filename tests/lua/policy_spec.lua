@@ -84,6 +84,11 @@ describe("model names", function()
     raw.model = dir .. "/Qwen3-32B.json"
     assert.are.equal(dir .. '/Qwen3-32B.json: cannot read config: no such file; did you mean "qwen3-32b.json"?',
       err_of(norm, raw))
+    -- names compared without the ".json" they share: "nope" is not near "qwen3-32b"
+    -- ("nope.json" is 3 edits from "foo.json", within the 9-letter name's 3)
+    local f = assert(io.open(dir .. "/foo.json", "w")) f:write("{}") f:close()
+    raw.model = dir .. "/nope.json"
+    assert.is_nil(err_of(norm, raw):find("did you mean", 1, true))
   end)
 end)
 

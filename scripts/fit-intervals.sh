@@ -5,7 +5,9 @@
 # defaults change (scripts/fit-defaults.sh).  The MoE cases, when present,
 # give MoE models their own step-time class (the shipped estimate's
 # errors on them: its defaults were fitted to no MoE run); the memory
-# cases give the peak-memory bounds, pooled and by framework.  Usage:
+# cases give the peak-memory bounds, pooled and by framework; the
+# held-out published sets (tests/fixtures/heldout) only the best published
+# MFU per hardware generation (the "^" marker).  Usage:
 #   scripts/fit-intervals.sh [CASES.csv [MOE_CASES.csv [MEMORY_CASES.csv]]]
 set -euo pipefail
 # CASES and MOE_CASES paths are the caller's, relative to where it was
@@ -35,14 +37,17 @@ fi
 [ -n "$mem_cases" ] || mem_cases=tests/fixtures/memory/public_memory_cases.csv
 cmake -S . -B build >/dev/null && cmake --build build -j2 >/dev/null
 APS_ROOT=$PWD LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;;" \
-  LUA_CPATH="$PWD/build/lua/?.so;;" lua5.4 - "$cases" "$moe_cases" "$mem_cases" \
+  LUA_CPATH="$PWD/build/lua/?.so;;" lua5.4 - "$cases" "$moe_cases" "$mem_cases" tests/fixtures/heldout/*.csv \
   > lua/apsearch/intervals_data.lua.tmp <<'LUA'
 local cv = require "apsearch.crossval"
 local validate = require "apsearch.validate"
 local res = cv.run(arg[1])
 local moe = arg[2] ~= "" and validate.run(arg[2]) or nil
 local mem = validate.run(arg[3])
-io.stdout:write(cv.data_source(res, moe, mem))
+-- the held-out published sets: only the best-MFU marker reads them
+local refs = {}
+for i = 4, #arg do refs[#refs + 1] = validate.run(arg[i]) end
+io.stdout:write(cv.data_source(res, moe, mem, refs))
 local c = res.coverage
 io.stderr:write(string.format("coverage of the %d %% intervals, leave-one-source-out: "
   .. "step time %d of %d, memory %d of %d\n", math.floor(c.level * 100 + 0.5),

@@ -405,21 +405,30 @@ end
 -- ("hopper/16bit"), in apsearch's convention: a run's estimated MFU scaled
 -- by its measured over its estimated throughput.
 -- @tparam table res M.run's result
+-- @tparam[opt] table refs more validate.run results (the held-out
+--   published sets): their dense runs raise a maximum `res` sets (a
+--   maximum, not a fit); they add no generation of their own, whose one
+--   or two published runs -- a MoE run, an odd one -- would flag every
+--   estimate of that hardware
 -- @treturn table {<generation/family> = {mfu, case, source}}
-function M.best_mfu(res)
+function M.best_mfu(res, refs)
   local best = {}
-  for _, c in ipairs(res.cases) do
+  local function take(c, raise_only)
     local meas = validate.measured_throughput(c)
     local p = c.predicted
-    if meas and p and p.tokens_per_s_per_gpu and p.tokens_per_s_per_gpu > 0 and p.mfu then
-      local tr, cl = c.inputs.training, c.inputs.cluster
-      local dev = type(cl.device) == "table" and (cl.device.base or cl.device.name) or cl.device
-      local key = intervals.mfu_key(dev, tr.precision)
-      local mfu = p.mfu * meas / p.tokens_per_s_per_gpu
-      if not best[key] or mfu > best[key].mfu then
-        best[key] = { mfu = mfu, case = tostring(c.case_id), source = validate.source_key(c.source) }
-      end
+    if not (meas and p and p.tokens_per_s_per_gpu and p.tokens_per_s_per_gpu > 0 and p.mfu) then return end
+    local tr, cl = c.inputs.training, c.inputs.cluster
+    local dev = type(cl.device) == "table" and (cl.device.base or cl.device.name) or cl.device
+    local key = intervals.mfu_key(dev, tr.precision)
+    local mfu = p.mfu * meas / p.tokens_per_s_per_gpu
+    if raise_only and (not best[key] or (c.inputs.model.num_experts or 0) > 0) then return end
+    if not best[key] or mfu > best[key].mfu then
+      best[key] = { mfu = mfu, case = tostring(c.case_id), source = validate.source_key(c.source) }
     end
+  end
+  for _, c in ipairs(res.cases) do take(c, false) end
+  for _, r in ipairs(refs or {}) do
+    for _, c in ipairs(r.cases) do take(c, true) end
   end
   return best
 end
@@ -443,8 +452,10 @@ end
 -- @tparam table res M.run's result on the public runs
 -- @tparam[opt] table moe_res validate.run's result on the public MoE runs
 -- @tparam[opt] table mem_res validate.run's result on the public memory runs
+-- @tparam[opt] table refs validate.run's results on the held-out published
+--   sets, read only for best_mfu (M.best_mfu)
 -- @treturn string
-function M.data_source(res, moe_res, mem_res)
+function M.data_source(res, moe_res, mem_res, refs)
   local all = M.residuals(res)
   local sb = intervals.bounds(all.step)
   local mb = intervals.bounds(mem_res and M.mem_residuals(mem_res) or all.mem)
@@ -491,9 +502,10 @@ function M.data_source(res, moe_res, mem_res)
   lines[#lines + 1] = "  } },"
   lines[#lines + 1] = "  -- the highest MFU measured per hardware generation and precision"
   lines[#lines + 1] = "  -- family, in apsearch's convention (causal model FLOPs / the"
-  lines[#lines + 1] = "  -- precision's peak): the estimate's MFU x measured / estimated tokens/s"
+  lines[#lines + 1] = "  -- precision's peak): the estimate's MFU x measured / estimated tokens/s,"
+  lines[#lines + 1] = "  -- over these runs" .. (refs and #refs > 0 and " and the held-out published sets" or "")
   lines[#lines + 1] = "  best_mfu = {"
-  local best = M.best_mfu(res)
+  local best = M.best_mfu(res, refs)
   for _, k in ipairs(util.sorted_keys(best)) do
     local b = best[k]
     lines[#lines + 1] = ("    [%q] = { mfu = %.4f, case = %q, source = %q },"):format(

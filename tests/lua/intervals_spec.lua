@@ -239,6 +239,18 @@ describe("best published MFU", function()
     assert.are.equal("x2", best["hopper/16bit"].case)
     assert.are.equal(0.30, best["hopper/quantized"].mfu)
     assert.is_true(math.abs(best["ampere/16bit"].mfu - 0.30) < 1e-12)
+    -- held-out sets: a dense run raises a class the runs above set (0.50 x
+    -- 110 / 100 = 0.55); a MoE run does not, and no class of their own
+    local moe = case("y2", "h100-sxm-80gb", "bf16", 0.60, 100, 100)
+    moe.inputs.model = { num_experts = 8 }
+    local ref = { cases = { case("y1", "h100-sxm-80gb", "bf16", 0.50, 100, 110), moe,
+      case("y3", "gb200", "bf16", 0.40, 100, 100) } }
+    for _, c in ipairs(ref.cases) do c.inputs.model = c.inputs.model or {} end
+    local runs = { cases = { case("x1", "h100-sxm-80gb", "bf16", 0.50, 100, 90) } }
+    best = crossval.best_mfu(runs, { ref })
+    assert.is_true(math.abs(best["hopper/16bit"].mfu - 0.55) < 1e-12)
+    assert.are.equal("y1", best["hopper/16bit"].case)
+    assert.is_nil(best["blackwell/16bit"])
   end)
 
   it("flags an estimate above the shipped best of its class only", function()

@@ -168,6 +168,11 @@ M.LLAMA3_BUILDER_FACTOR = 8
 -- transformers when the config gives both (hf.lua).
 M.MLA_YARN_FIXED = { original_max_position_embeddings = 4096, beta_fast = 32, beta_slow = 1 }
 
+--- How far a solved --mscale may be from Megatron's default 1.0 and still
+-- be that default (not written): the float error of hf.yarn_mscale_for's
+-- solve, a few ulps.
+M.MSCALE_DEFAULT_TOLERANCE = 1e-12
+
 --- YaRN's magnitudes as --mscale / --mscale-all-dim (arguments.py
 -- defaults 1.0 / 0.0).  Megatron scales cos/sin by get_mscale(f, mscale) /
 -- get_mscale(f, mscale_all_dim) (yarn_rotary_pos_embedding.py
@@ -198,8 +203,8 @@ function M.yarn_mscale(m, mla, A, N)
     wms = 1.0
   end
   -- (a mscale solved from an attention_factor carries the float error of
-  -- the solve, OLMo 3's 1 + 2e-16: to 12 digits, which is 1 and not written)
-  wms = tonumber(string.format("%.12g", wms))
+  -- the solve: OLMo 3's 1 + 2e-16 is Megatron's default 1, not written)
+  if math.abs(wms - 1) < M.MSCALE_DEFAULT_TOLERANCE then wms = 1.0 end
   if wmd > 0 or wms ~= 1 then A("--mscale", M.num(wms)) end
   if wmd > 0 then A("--mscale-all-dim", M.num(wmd)) end
 end

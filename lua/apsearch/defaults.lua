@@ -287,10 +287,12 @@ local NO_CP = { fsdp = true, deepspeed = true }
 --- How context parallelism exchanges K/V, per framework: Megatron-LM
 -- runs TransformerEngine's p2p (ring), all_gather and a2a (all-to-all of
 -- Q, K, V, O) (--cp-comm-type; context_parallel.py attn_forward_func_with_cp
--- @ d0067d0d); TorchTitan's context parallelism is ring attention only
--- (torchtitan/distributed/context_parallel/api.py @ b5bcd76c), the space's
--- default p2p.
-M.CP_COMM = { megatron = { "p2p", "all_gather", "a2a" },
+-- @ d0067d0d); TorchTitan HEAD all-gathers K/V at the attention's
+-- local_map boundary in its llama3, qwen3 and deepseek_v3 models
+-- (set_gqa_inner_attention_local_map, torchtitan/models/common/
+-- decoder_sharding.py @ b5bcd76c l.263-296), as its release v0.2.2 does by
+-- default (context_parallel_rotate_method "allgather").
+M.CP_COMM = { megatron = { "p2p", "all_gather", "a2a" }, fsdp2 = { "all_gather" },
   -- NeMo AutoModel passes cp_comm_type "p2p" (nemo_automodel/components/
   -- distributed/parallelizer.py:577, moe/parallelizer.py apply_cp)
   automodel = { "p2p" } }

@@ -203,6 +203,21 @@ describe("run --model M --cluster D:N without a policy", function()
   end)
 end)
 
+describe("the built space's context-parallel exchanges", function()
+  -- TorchTitan HEAD all-gathers K/V (decoder_sharding.py
+  -- set_gqa_inner_attention_local_map): its space searches what it builds
+  it("are the framework's own", function()
+    local m = { num_layers = 32, max_position_embeddings = 131072, num_attention_heads = 32 }
+    local cl = { num_devices = 64, devices_per_node = 8 }
+    local function cp_comm(fw)
+      return defaults.search_space(m, cl, { framework = fw, seq_length = 131072 }).cp_comm_type
+    end
+    assert.are.same({ "all_gather" }, cp_comm("fsdp2"))
+    assert.are.same({ "p2p", "all_gather", "a2a" }, cp_comm("megatron"))
+    assert.are.same({ "p2p" }, cp_comm("automodel"))
+  end)
+end)
+
 describe("the recipe tokens-per-GPU rule", function()
   local dense = { num_layers = 32, max_position_embeddings = 131072 }
   local moe = { num_layers = 61, num_experts = 256, max_position_embeddings = 163840 }

@@ -792,8 +792,43 @@ describe("launch configs", function()
     -- all_gather as TransformerEngine spells it (the help's "allgather" raises in TE)
     strat.cp_comm_type = "all_gather"
     r = estimated(tbl, strat)
-    _, v = parse_megatron(check_all(r)[1].megatron.text)
+    by = check_all(r)[1]
+    _, v = parse_megatron(by.megatron.text)
     assert.are.equal("all_gather", v["--cp-comm-type"])
+    -- TorchTitan HEAD all-gathers K/V (decoder_sharding.py
+    -- set_gqa_inner_attention_local_map): all_gather is what it builds,
+    -- the p2p ring is not
+    assert.truthy(by.torchtitan.text:find("NOTE: cp_comm_type = all_gather: TorchTitan all-gathers K/V", 1, true))
+    assert.falsy(by.torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: cp_comm_type", 1, true))
+    strat.cp_comm_type = "p2p"
+    r = estimated(tbl, strat)
+    assert.truthy(check_all(r)[1].torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: cp_comm_type = p2p (the " ..
+      "ring): TorchTitan all-gathers K/V", 1, true))
+    -- the release's "alltoall" rotate method passes K/V round the ring
+    r.inputs.torchtitan_version = "v0.2.2"
+    for _, f in ipairs(launch.render_all(r)) do
+      if f.engine == "torchtitan" then
+        assert.truthy(f.text:find('\ncontext_parallel_rotate_method = "alltoall"', 1, true), f.text)
+      end
+    end
+  end)
+
+  -- TorchTitan HEAD's files write moe_comm_backend "standard", its
+  -- all-to-all dispatcher (config_utils.py @ b5bcd76c l.416-420)
+  it("say the TorchTitan file's dispatcher differs from an all-gather or flex estimate", function()
+    local tbl = { model = "qwen3-30b-a3b", cluster = { device = "h100-sxm-80gb", nodes = 2, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" }, top_k = 1 }
+    local strat = { dp_degree = 16, ep_degree = 8, zero_stage = 1, micro_batch_size = 1, layer_recompute = "full",
+      moe_token_dispatcher = "allgather" }
+    local r, est = estimated(tbl, strat)
+    assert.is_true(est.feasible, est.reason_msg)
+    local tt = check_all(r)[1].torchtitan.text
+    assert.truthy(tt:find('moe_comm_backend="standard"', 1, true), tt)
+    assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: moe_token_dispatcher = allgather: written with " ..
+      "moe_comm_backend \"standard\"", 1, true), tt)
+    strat.moe_token_dispatcher = "alltoall"
+    tt = check_all((estimated(tbl, strat)))[1].torchtitan.text
+    assert.falsy(tt:find("moe_token_dispatcher", 1, true))
   end)
 
   it("express pipelines: interleaved, uneven (first/last stage), offsets, CP, ZeRO-1", function()
@@ -1540,7 +1575,11 @@ describe("launch configs", function()
     assert.are.equal("0", v["--attention-dropout"])
     assert.are.equal("0", v["--hidden-dropout"])
     assert.are.equal("hybrid", v["--fp8-format"])
-    assert.is_true(v["--fp8-param-gather"])
+    -- validate_args turns --fp8-param-gather off under --use-torch-fsdp2
+    -- (arguments.py @ d98e8a64 l.1051-1052): not written, the file differs
+    assert.is_nil(v["--fp8-param-gather"])
+    assert.truthy(by[1].megatron.text:find("NOT EXPRESSIBLE in Megatron-LM: fp8_param_gather with " ..
+      "--use-torch-fsdp2", 1, true))
     assert.is_true(v["--use-torch-fsdp2"])
     local tt = by[1].torchtitan.text
     -- rowwise float8 gathers bf16 at this TorchTitan (the tensorwise

@@ -706,12 +706,14 @@ function M.render(c)
       N("NOT EXPRESSIBLE in Megatron-LM", "fp8_param_gather without the distributed optimizer or " ..
         "FSDP: validate_args asserts --use-distributed-optimizer (or FSDP) with --fp8-param-gather; " ..
         "not written")
+    elseif has("--use-torch-fsdp2") then
+      -- arguments.py @ d98e8a64 l.1051-1052: with TransformerEngine >= 2.0
+      -- validate_args sets fp8_param_gather False under --use-torch-fsdp2
+      N("NOT EXPRESSIBLE in Megatron-LM", "fp8_param_gather with --use-torch-fsdp2: validate_args turns " ..
+        "the low-precision parameter gather off (TransformerEngine >= 2.0), so parameters are gathered in " ..
+        "bf16, not as estimated; not written")
     else
       A(p == "nvfp4" and "--fp4-param-gather" or "--fp8-param-gather")
-      if has("--use-torch-fsdp2") then
-        N("NOTE", "with --use-torch-fsdp2 and TransformerEngine >= 2.0 Megatron-LM turns the " ..
-          "low-precision parameter gather off (validate_args): parameters are gathered in bf16")
-      end
     end
   end
   if p == "fp16" then

@@ -306,7 +306,8 @@ end
 -- @tparam integer seq training seq_length
 -- @tparam integer pp pipeline degree
 -- @treturn table shape (dim, n_layers, n_heads, n_kv_heads, head_dim,
---   hidden_dim, vocab_size, enable_weight_tying, max_context_length)
+--   hidden_dim, vocab_size, enable_weight_tying, max_context_length; and
+--   mlp_width, a two-matrix MLP's own width, when hidden_dim is 2/3 of it)
 -- @treturn string|nil flavor
 -- @treturn table notes `{kind, text}`
 function M.model_shape(m, seq, pp)
@@ -356,7 +357,7 @@ function M.model_shape(m, seq, pp)
     -- the model's two matrices of width f hold 2 h f weights and cost 4 h f
     -- FLOPs a token forward: a SwiGLU of width 2f/3 (three matrices) the same
     local f = m.ffn_hidden_size
-    shape.hidden_dim = (2 * f + 1) // 3
+    shape.hidden_dim, shape.mlp_width = (2 * f + 1) // 3, f
     N("NOT EXPRESSIBLE in TorchTitan", string.format("%s MLP: HEAD's llama3 block is SwiGLU (FeedForward w1, " ..
       "w2, w3); written as SwiGLU of width %d, 2/3 of the model's %d, %s the parameters and GEMM FLOPs of its " ..
       "two matrices (not its activation memory)", tostring(m.mlp), shape.hidden_dim, f,
@@ -453,7 +454,8 @@ function M.model_config(s, lines, import)
   L[#L + 1] = "            " .. arg(B, "dim", s.dim) .. ","
   L[#L + 1] = "            " .. arg(B, "n_heads", s.n_heads) .. ","
   L[#L + 1] = "            " .. arg(B, "n_kv_heads", s.n_kv_heads) .. ","
-  L[#L + 1] = "            " .. arg(B, "hidden_dim", s.hidden_dim) .. ",  # the model's ffn_hidden_size"
+  L[#L + 1] = "            " .. arg(B, "hidden_dim", s.hidden_dim) .. ",  # " ..
+    (s.mlp_width and ("2/3 of the model's two-matrix width " .. s.mlp_width) or "the model's ffn_hidden_size")
   L[#L + 1] = "            rope=" .. call("ComplexRoPE.Config", { { "dim", s.head_dim },
     { "max_context_length", s.max_context_length } }) .. ",  # theta and scaling: the layer loop"
   L[#L + 1] = "            " .. arg(B, "attn_backend", "flex") .. ","
@@ -1026,9 +1028,19 @@ function M.render(c)
       -- context parallel attention, ring attention only
       N("NOT EXPRESSIBLE in TorchTitan", "cp_comm_type = a2a: TorchTitan's context parallelism is " ..
         "ring attention (PyTorch's context_parallel); it has no all-to-all (Ulysses) mode")
-    elseif r.cp_comm_type == "all_gather" then
-      N("NOTE", "cp_comm_type = all_gather: TorchTitan at this commit has no " ..
-        "option for how context parallel attention exchanges K/V (PyTorch's default)")
+    else
+      -- the llama3, qwen3 and deepseek_v3 shardings all set
+      -- set_gqa_inner_attention_local_map (models/common/
+      -- decoder_sharding.py @ b5bcd76c l.263-296): K/V replicated on the CP
+      -- axis, all-gathered at the attention's local_map boundary
+      local how = "TorchTitan all-gathers K/V at the attention's local_map boundary (decoder_sharding.py " ..
+        "set_gqa_inner_attention_local_map); no option chooses another exchange"
+      if r.cp_comm_type == "all_gather" then
+        N("NOTE", "cp_comm_type = all_gather: " .. how)
+      else
+        N("NOT EXPRESSIBLE in TorchTitan", "cp_comm_type = " .. tostring(r.cp_comm_type or "p2p") ..
+          " (the ring): " .. how)
+      end
     end
   end
 
@@ -1187,6 +1199,15 @@ function M.moe_fields(c, F, N, mm, why)
   if r.moe_grouped_gemm == false then
     N("NOT EXPRESSIBLE in TorchTitan", "moe_grouped_gemm = false: HEAD's GroupedExperts always run " ..
       "grouped GEMMs")
+  end
+  -- the file writes moe_comm_backend "standard": AllToAllTokenDispatcher
+  -- (models/common/config_utils.py @ b5bcd76c l.416-420); HEAD has no
+  -- all-gather dispatcher, and its deepep / hybridep backends are not written
+  local d = r.moe_token_dispatcher or "alltoall"
+  if d ~= "alltoall" then
+    N("NOT EXPRESSIBLE in TorchTitan", "moe_token_dispatcher = " .. d .. ": written with moe_comm_backend " ..
+      "\"standard\", the all-to-all dispatcher (config_utils.py AllToAllTokenDispatcher); HEAD has no " ..
+      "all-gather dispatcher, and its deepep / hybridep backends are not written")
   end
 end
 

@@ -35,7 +35,8 @@
 --   own split (first/last_stage_less_layers, layers_per_stage) when it
 --   gives the estimate's, else module_fqns_per_model_part
 -- * cp_degree -> context_parallel_degree, load balancer "headtail";
---   cp_comm_type all_gather -> context_parallel_rotate_method "allgather"
+--   cp_comm_type all_gather -> context_parallel_rotate_method "allgather",
+--   p2p (the ring) -> "alltoall"
 -- * batch: training.local_batch_size, global_batch_size, seq_len
 --   (train.py: gradient accumulation = global / (local x dp))
 -- * layer_recompute: full on every layer -> mode "full"; full on some
@@ -403,9 +404,12 @@ function M.render(c, tag)
         "is ring attention (context_parallel_rotate_method allgather / alltoall rotate K/V); " ..
         "it has no all-to-all (Ulysses) mode")
     elseif r.cp_comm_type == "p2p" then
-      N("NOTE", "cp_comm_type = " .. tostring(r.cp_comm_type) .. ": the release's context parallel SDPA " ..
-        "exchanges K/V by all-gather or all-to-all shuffles (context_parallel_rotate_method), " ..
-        "\"allgather\" by default")
+      -- the ring: each step passes K/V shards to the next rank, which the
+      -- release's "alltoall" rotate method does (PyTorch's _AllToAllRotater,
+      -- torch/distributed/tensor/experimental/_attention.py: permute_tensor
+      -- to ranks [1, ..., n-1, 0]); its default, "allgather", gathers every
+      -- shard (job_config.py @ v0.2.2 l.446-452)
+      K("parallelism.context_parallel_rotate_method", "alltoall", "K/V passed round the ring (p2p)")
     end
   end
 

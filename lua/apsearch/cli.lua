@@ -1490,6 +1490,18 @@ local function strategy_from_result(opts)
   return p, ctx, ctx:inputs(), fr.strategy(rec)
 end
 
+-- A refused strategy's GPU count when the core's reason is another: the
+-- core says the model-shape reasons (TP_DIVISIBILITY, ...) before the
+-- device count (src/core/check.c aps_check_all), so tp 16 on 8 GPUs reads
+-- as a head count; this says the 16 > 8 beside it.  Nil when the device
+-- check passes or is the reason.
+local function devices_also(ctx, s, est)
+  if est.feasible or est.reason == "DEVICE_COUNT" or est.reason == "IDLE_DEVICES" then return nil end
+  local ok, code, msg = ctx:check("devices", s)
+  if ok then return nil end
+  return ("the strategy is also refused for %s: %s"):format(code, msg)
+end
+
 local function cmd_estimate(args)
   local c = new_parser("estimate", "Estimate memory and time of one strategy.")
   c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
@@ -1539,6 +1551,8 @@ local function cmd_estimate(args)
   end
   -- (said once everything else stood: a refusal stays one line)
   if defaulted and not opts.quiet then util.log("apsearch: %s", defaulted) end
+  local also = devices_also(ctx, s, est)
+  if also and not opts.quiet then util.log("apsearch: note: %s", also) end
   return est.feasible and 0 or 1
 end
 

@@ -209,6 +209,25 @@ describe("estimate --strategy with dimensions left out", function()
   end)
 end)
 
+describe("estimate of a strategy that takes more GPUs than the cluster has", function()
+  it("says the device count beside the model-shape reason the core names first", function()
+    -- tp 16 on the example's 8 H100: the core names Llama 3.1 8B's 8 query
+    -- groups (aps_check_all's order); 1 x 1 x 16 x 1 x 1 = 16 > 8
+    local code, out, err = H.apsearch("estimate", "--strategy", "tp_degree=16")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("NO: TP_DIVISIBILITY: num_query_groups = 8 is not divisible by tp_degree = 16", 1, true), out)
+    assert.truthy(err:find("apsearch: note: the strategy is also refused for DEVICE_COUNT: dp 1 x fsdp 1 x tp 16 "
+      .. "x pp 1 x cp 1 = 16 devices > num_devices = 8", 1, true), err)
+    -- tp 3 (32 heads) leaves 5 of the 8 idle
+    local _, _, e3 = H.apsearch("estimate", "--strategy", "tp_degree=3")
+    assert.truthy(e3:find("also refused for IDLE_DEVICES: dp 1 x fsdp 1 x tp 3 x pp 1 x cp 1 = 3 devices leaves 5 of "
+      .. "num_devices = 8 idle", 1, true), e3)
+    -- a feasible strategy: no note
+    local _, _, e2 = H.apsearch("estimate", "--strategy", "tp_degree=2")
+    assert.is_nil(e2:find("also refused", 1, true), e2)
+  end)
+end)
+
 describe("estimate --help", function()
   it("shows --strategy examples that each run on the default policy", function()
     local _, help = H.apsearch("estimate", "--help")

@@ -113,7 +113,7 @@ end
 M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm", "moe_router_fusion",
   "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast", "mtp_repeated_layer", "cutedsl_fused_grouped_mlp",
-  "exp_avg_bf16" }
+  "exp_avg_bf16", "fsdp_double_buffer" }
 
 --- Longest model name the core takes (bytes, src/lua/lconvert.c); a row's
 -- longer `model` is cut there, with "...", as a label.

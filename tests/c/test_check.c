@@ -453,6 +453,35 @@ static void test_framework_unsupported(void **state)
     ASSERT_HAS(x.msg, "cp_degree = 2");
 }
 
+/* Megatron's --use-torch-fsdp2 turns --fp8-param-gather off with
+ * TransformerEngine >= 2.0 (megatron/training/arguments.py l.1051-1057 @
+ * d98e8a64): fp8 with fp8_param_gather over FSDP2 is refused (the job
+ * gathers bf16); the distributed optimizer keeps it, and NVFP4's
+ * --fp4-param-gather stays on (TE >= 2.7, l.1058-1063). */
+static void test_megatron_fsdp2_fp8_param_gather(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 8, 64);
+    x.t.precision = APS_PREC_FP8;
+    x.t.fp8_param_gather = 1;
+    x.s.fsdp_degree = 8;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    ASSERT_HAS(x.msg, "turns --fp8-param-gather off");
+    x.t.precision = APS_PREC_MXFP8;
+    ASSERT_REASON(all(&x), APS_REASON_FRAMEWORK_UNSUPPORTED, x.msg);
+    x.t.precision = APS_PREC_NVFP4;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.t.precision = APS_PREC_FP8;
+    x.t.fp8_param_gather = 0;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+    x.t.fp8_param_gather = 1;
+    x.s.fsdp_degree = 1;
+    x.s.dp_degree = 8;
+    x.s.zero_stage = 1;
+    ASSERT_REASON(all(&x), APS_REASON_NONE, x.msg);
+}
+
 /* The model-shape reasons come before the device count: tp 3 with 32
  * heads on 8 GPUs is a TP reason, not idle devices. */
 static void test_check_order(void **state)
@@ -701,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_vpp_zero_bubble_microbatches),
         cmocka_unit_test(test_vpp_group_size),
         cmocka_unit_test(test_framework_unsupported),
+        cmocka_unit_test(test_megatron_fsdp2_fp8_param_gather),
         cmocka_unit_test(test_check_order),
         cmocka_unit_test(test_schedule_size_limit),
     };

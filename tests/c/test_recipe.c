@@ -294,7 +294,10 @@ static void test_store_param_remainders(void **state)
                REL);
 }
 
-/* fp8 under Megatron FSDP (fsdp_degree 64): the weights are sharded, so
+/* fp8 under Megatron-FSDP (fsdp_impl megatron_fsdp, fsdp_degree 64; its
+ * --use-torch-fsdp2 turns fp8_param_gather off, refused by the core:
+ * test_check.c test_megatron_fsdp2_fp8_param_gather): the weights are
+ * sharded, so
  * TransformerEngine's fp8 copies (weight + transpose, 2 B per matrix
  * parameter) exist only for the gathered units -- the current and the
  * prefetched layer, 2 x 855,638,016 matrix parameters -- never for the
@@ -313,6 +316,7 @@ static void test_fp8_fsdp_weight_copies(void **state)
     fx_setup_70b(&m, &c, &t, &s, 64, 64, 4096);
     s.fsdp_degree = 64;
     s.zero_stage = 3;
+    t.fsdp_impl = APS_FSDP_IMPL_MEGATRON_FSDP;
     aps_param_counts pc;
     aps_model_param_counts(&m, &pc);
     aps_estimate bf, f8, pg;

@@ -1591,6 +1591,21 @@ describe("launch configs", function()
     assert.truthy(tt:find("CompileConfig(enable=True", 1, true))
   end)
 
+  it("write --fp4-param-gather under --use-torch-fsdp2 for NVFP4, which validate_args keeps (TE >= 2.7)", function()
+    -- arguments.py @ d98e8a64 l.1058-1063 turns fp4_param_gather off only
+    -- before TransformerEngine 2.7; fp8 there is refused by the core
+    local tbl = b200_405b({ precision = "nvfp4", fp8_param_gather = true })
+    tbl.model = "llama-3.1-8b"
+    tbl.cluster.nodes = 1
+    tbl.training.global_batch_size = 64
+    local r = estimated(tbl, { fsdp_degree = 8, layer_recompute = "selective" })
+    local by = check_all(r)
+    local _, v = parse_megatron(by[1].megatron.text)
+    assert.is_true(v["--use-torch-fsdp2"])
+    assert.is_true(v["--fp4-param-gather"])
+    assert.is_nil(by[1].megatron.text:find("NOT EXPRESSIBLE in Megatron-LM: fp8_param_gather", 1, true))
+  end)
+
   -- Megatron's per-chunk layer counts from the written flags (Lua copy of
   -- transformer_block.py get_num_layers_to_build and the layout parser @
   -- options.megatron.commit); chunks in schedule order (chunk j on rank j % p)

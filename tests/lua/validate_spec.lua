@@ -515,19 +515,36 @@ describe("validate on NVIDIA recipe shapes (tests/fixtures/cases_recipes.csv)", 
     assert.is_true(validate.run_case(row).predicted.step_time_s > stated.predicted.step_time_s)
   end)
 
-  it("estimates every recipe to fit (n13 fits GB200's 189,471 MiB; it was 3 % over the 186 GB of the datasheet)",
+  it("estimates every recipe but one to fit (n13 fits GB200's 189,471 MiB; n06 is 2.5 % over GB300's)",
     function()
-      assert.are.same({}, r.summary.predicted_not_to_fit.cases)
+      -- n06, the GB300 fp8 Llama 3.1 405B FSDP recipe (V1: Megatron-FSDP on
+      -- 128 GPUs, TP 2, 10 layers offloaded), never measured: NVIDIA's
+      -- published GB300 405B runs use PP 8 instead (heldout
+      -- megatron_bridge_perf.csv mbd017, mbd040).  Its max allocated fits;
+      -- the device memory in use does not, by the 5 % fragmentation charged
+      -- on max reserved (docs/modeling.md: no fixed-shape A/B with and
+      -- without expandable segments sets it lower).  Modelled as
+      -- --use-torch-fsdp2 it fit until the core refused that job with
+      -- fp8_param_gather (validate_args gathers bf16 there).
+      assert.are.same({ "n06" }, r.summary.predicted_not_to_fit.cases)
+      local n06 = cases.n06.predicted
+      assert.is_true(n06.mem_allocated_gib < n06.mem_limit_gib)
+      assert.is_true(n06.mem_gib > n06.mem_limit_gib and n06.mem_gib < 1.03 * n06.mem_limit_gib)
       -- n13 is the GB200 fp8 Llama 3 70B recipe (FSDP, micro-batch 2, 40 layers
       -- offloaded) that NVIDIA's performance summaries measured (docs/accuracy.md
       -- "Held out: Megatron-Bridge performance summaries"): under the capacity
-      -- nvidia-smi reports; it was above the datasheet's 186e9 bytes (178.0
-      -- GiB) until TransformerEngine's in-place fused loss was counted for
+      -- nvidia-smi reports, with Megatron-FSDP's buffers (fsdp_impl, double
+      -- buffer: the recipe sets both, llama3_llm_pretrain.py:109-110 @
+      -- b7b4e11b) 8.4 GiB above the torch FSDP2 170.2 GiB it was estimated
+      -- at; it was above the datasheet's 186e9 bytes (178.0 GiB) until
+      -- TransformerEngine's in-place fused loss was counted for
       -- Megatron-Bridge 25.09-26.06 (2 bytes a logit instead of 6: 8,192 x
-      -- 128,256 x 4 bytes = 3.9 GiB less, 170.2 GiB; stacks.lua, the
+      -- 128,256 x 4 bytes = 3.9 GiB less; stacks.lua, the
       -- Megatron-Bridge line's `dated` settings)
       assert.are.equal(2, cases.n13.inputs.training.logits_bytes)
-      assert.is_true(cases.n13.predicted.mem_gib > 170 and cases.n13.predicted.mem_gib < 170.5)
+      assert.are.equal("megatron_fsdp", cases.n13.inputs.training.fsdp_impl)
+      assert.is_true(cases.n13.inputs.training.fsdp_double_buffer)
+      assert.is_true(cases.n13.predicted.mem_gib > 178.5 and cases.n13.predicted.mem_gib < 178.8)
       assert.is_true(cases.n13.predicted.mem_gib < 189471 / 1024)
     end)
 

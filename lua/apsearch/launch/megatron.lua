@@ -706,9 +706,12 @@ function M.render(c)
       N("NOT EXPRESSIBLE in Megatron-LM", "fp8_param_gather without the distributed optimizer or " ..
         "FSDP: validate_args asserts --use-distributed-optimizer (or FSDP) with --fp8-param-gather; " ..
         "not written")
-    elseif has("--use-torch-fsdp2") then
+    elseif has("--use-torch-fsdp2") and p ~= "nvfp4" then
       -- arguments.py @ d98e8a64 l.1051-1052: with TransformerEngine >= 2.0
       -- validate_args sets fp8_param_gather False under --use-torch-fsdp2
+      -- (a Megatron estimate refuses it, src/core/check.c; this is the file
+      -- of another framework's estimate); fp4_param_gather stays on from
+      -- TransformerEngine 2.7 (l.1058), which NVFP4 needs anyway
       N("NOT EXPRESSIBLE in Megatron-LM", "fp8_param_gather with --use-torch-fsdp2: validate_args turns " ..
         "the low-precision parameter gather off (TransformerEngine >= 2.0), so parameters are gathered in " ..
         "bf16, not as estimated; not written")

@@ -7239,7 +7239,14 @@ M.WRAPPER_KEYS = { muse_glimmer = { "use_qk_norm", "use_attn_output_gate", "norm
 -- (Glm46VConfig builds CONFIG_MAPPING[text_config["model_type"]], default
 -- "glm4v_text", and Glm46VModel its AutoModel; modular_glm46v.py @
 -- 020a37d2; GLM-4.6V's glm4v_moe_text, GLM-4.6V-Flash's glm4v_text).
-M.WRAPPERS_OWN_TEXT = { mistral3 = "mistral", glm46v = "glm4v_text" }
+-- The LLaVA family, InternVL and Idefics 3 build their language model as
+-- AutoModel.from_config(text_config) the same way, the text type defaulting
+-- to "llama" (LlavaConfig, configuration_llava.py @ 053f59ef; LlavaNextConfig
+-- @ 063b32f6; Idefics3Config @ 0025a6f5) or "qwen2" (LlavaOnevisionConfig @
+-- 04ea11d8; InternVLConfig @ 04ea98d5, InternVL 3 / 3.5 "-hf" checkpoints);
+-- their projector, like the vision tower, is not counted.
+M.WRAPPERS_OWN_TEXT = { mistral3 = "mistral", glm46v = "glm4v_text", llava = "llama", llava_next = "llama",
+  llava_onevision = "qwen2", internvl = "qwen2", idefics3 = "llama" }
 
 --- The text model of a multimodal wrapper of M.WRAPPERS or M.WRAPPERS_OWN_TEXT (a config of a
 -- type apsearch has no reader for, with a `text_config`), as the config to
@@ -7343,9 +7350,20 @@ local function first_class(cfg)
   return type(a) == "string" and a or nil
 end
 
+--- The defaults of a text class that a wrapper's text_config may lean on:
+-- LLaVA 1.5's (llava-hf/llava-1.5-7b-hf) gives only vocab_size,
+-- max_position_embeddings and rms_norm_eps of its Vicuna text model and
+-- LlamaConfig fills the rest (configuration_llama.py @ 008e5743: the
+-- Llama-2-7B shapes; num_key_value_heads and head_dim follow the heads).
+M.WRAPPED_TEXT_DEFAULTS = { llama = { vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008,
+  num_hidden_layers = 32, num_attention_heads = 32, max_position_embeddings = 2048, rms_norm_eps = 1e-6 } }
+
 local function read_wrapped(cfg, text, source, name)
   local t = {}
   for k, v in pairs(text) do t[k] = v end
+  for k, v in pairs(M.WRAPPED_TEXT_DEFAULTS[M.model_type_of(t)] or {}) do
+    if t[k] == nil then t[k] = v end
+  end
   if is_null(t.tie_word_embeddings) and not is_null(cfg.tie_word_embeddings) then
     if type(cfg.tie_word_embeddings) ~= "boolean" then
       util.fail(source, "tie_word_embeddings", "expected true or false", cfg.tie_word_embeddings)

@@ -1,0 +1,79 @@
+-- tests/lua/models_llava_spec.lua -- multimodal wrappers whose language
+-- model is AutoModel.from_config(text_config), read through to that text
+-- model: LLaVA 1.5 / NeXT and Idefics 3 (text type default "llama"),
+-- LLaVA-OneVision and InternVL (default "qwen2"); transformers
+-- configuration_llava.py @ 053f59ef, configuration_llava_next.py @
+-- 063b32f6, configuration_idefics3.py @ 0025a6f5,
+-- configuration_llava_onevision.py @ 04ea11d8, configuration_internvl.py
+-- @ 04ea98d5.
+
+local hf = require "apsearch.hf"
+local core = require "apsearch.core"
+local cjson = require "cjson"
+
+local function read_json(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return cjson.decode(s)
+end
+
+local ROOT = os.getenv("APS_ROOT") or "."
+
+-- llava-hf/llava-1.5-7b-hf's config.json: its Vicuna-7B text_config gives
+-- only vocab_size, max_position_embeddings and rms_norm_eps; LlamaConfig
+-- fills the Llama-2-7B shapes (configuration_llama.py @ 008e5743)
+local function llava15()
+  return {
+    architectures = { "LlavaForConditionalGeneration" }, ignore_index = -100, image_token_index = 32000,
+    model_type = "llava", pad_token_id = 32001, projector_hidden_act = "gelu",
+    text_config = { _name_or_path = "lmsys/vicuna-7b-v1.5", architectures = { "LlamaForCausalLM" },
+      max_position_embeddings = 4096, model_type = "llama", rms_norm_eps = 1e-05, torch_dtype = "float16",
+      vocab_size = 32064 },
+    tie_word_embeddings = false, torch_dtype = "float16",
+    vision_config = { hidden_size = 1024, image_size = 336, intermediate_size = 4096,
+      model_type = "clip_vision_model", num_attention_heads = 16, num_hidden_layers = 24, patch_size = 14,
+      projection_dim = 768, vocab_size = 32000 },
+    vision_feature_layer = -2, vision_feature_select_strategy = "default", vocab_size = 32064,
+  }
+end
+
+describe("LLaVA-family wrappers", function()
+  it("read LLaVA 1.5's text model with LlamaConfig's defaults: Vicuna-7B, 6,738,939,904", function()
+    -- Llama-2-7B's 6,738,415,616 (models/README.md) with 64 more tokens in
+    -- the embedding and the untied output layer: + 2 x 64 x 4096
+    local m, info = hf.from_config(llava15(), "llava.json")
+    assert.are.equal(6738415616 + 2 * 64 * 4096, core.model_params(m).total)
+    assert.are.equal(32, m.num_layers)
+    assert.are.equal(11008, m.ffn_hidden_size)
+    assert.are.equal(32, m.num_query_groups)
+    assert.truthy(info.notes[1]:find("model_type llava is multimodal: the estimate trains its text model " ..
+      "(text_config, model_type llama)", 1, true), info.notes[1])
+    assert.are.equal("LlavaForConditionalGeneration", info.architecture)
+  end)
+
+  it("read a text_config without model_type as llama (LLaVA-NeXT, Idefics 3) or qwen2 (OneVision, InternVL)",
+    function()
+      local qwen = read_json(ROOT .. "/examples/models/qwen2.5-7b.json")
+      local llama = read_json(ROOT .. "/examples/models/llama-2-7b.json")
+      -- Qwen2.5-7B 7,615,616,512 (q/k/v biases), Llama-2-7B 6,738,415,616
+      for wrapper, case in pairs({ llava_next = { llama, 6738415616 }, idefics3 = { llama, 6738415616 },
+        llava_onevision = { qwen, 7615616512 }, internvl = { qwen, 7615616512 } }) do
+        local t = {}
+        for k, v in pairs(case[1]) do t[k] = v end
+        t.model_type = nil
+        local m = hf.from_config({ model_type = wrapper, text_config = t, vision_config = {} }, wrapper .. ".json")
+        assert.are.equal(case[2], core.model_params(m).total, wrapper)
+      end
+    end)
+
+  it("refuse a text model apsearch has no reader for, naming it", function()
+    local cfg = llava15()
+    cfg.text_config.model_type = "no_such_text"
+    cfg.text_config.architectures = nil
+    local ok, err = pcall(hf.from_config, cfg, "llava.json")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("llava.json", 1, true), err)
+    assert.truthy(tostring(err):find("no_such_text", 1, true), err)
+  end)
+end)

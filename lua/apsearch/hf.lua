@@ -7248,9 +7248,53 @@ M.WRAPPER_KEYS = { muse_glimmer = { "use_qk_norm", "use_attn_output_gate", "norm
 M.WRAPPERS_OWN_TEXT = { mistral3 = "mistral", glm46v = "glm4v_text", llava = "llama", llava_next = "llama",
   llava_onevision = "qwen2", internvl = "qwen2", idefics3 = "llama" }
 
+--- Wrappers whose text model sits under another key than `text_config`,
+-- its type chosen by the class its `architectures[0]` names, whatever its
+-- model_type says: InternVL's remote code (internvl_chat, InternVL 1.5-3.5
+-- in their original format) builds `llm_config` as LlamaConfig,
+-- InternLM2Config, Phi3Config, Qwen2Config or Gemma2Config
+-- (OpenGVLab/InternVL 016ae21f internvl_chat/internvl/model/internvl_chat/
+-- configuration_internvl_chat.py) and, in InternVL 3.5's files, also
+-- Qwen3Config, Qwen3MoeConfig or GptOssConfig; any other class raises
+-- "Unsupported architecture" there.
+M.WRAPPER_TEXT_BY_CLASS = {
+  internvl_chat = { key = "llm_config", types = { LlamaForCausalLM = "llama", InternLM2ForCausalLM = "internlm2",
+    Phi3ForCausalLM = "phi3", Qwen2ForCausalLM = "qwen2", Gemma2ForCausalLM = "gemma2", Qwen3ForCausalLM = "qwen3",
+    Qwen3MoeForCausalLM = "qwen3_moe", GptOssForCausalLM = "gpt_oss" } },
+}
+
+--- The key of a wrapper's config that holds its text model.
+-- @param mt the wrapper's model_type
+-- @treturn string "text_config" or M.WRAPPER_TEXT_BY_CLASS's key
+function M.text_key(mt)
+  local by = type(mt) == "string" and M.WRAPPER_TEXT_BY_CLASS[mt]
+  return by and by.key or "text_config"
+end
+
+-- The text model of a wrapper of M.WRAPPER_TEXT_BY_CLASS as the config to
+-- read (a copy, model_type set from its class), or nil for another type.
+local function text_by_class(cfg, mt, file)
+  local by = type(mt) == "string" and not builders[mt] and M.WRAPPER_TEXT_BY_CLASS[mt]
+  if not by then return nil end
+  local text = cfg[by.key]
+  if type(text) ~= "table" or #text > 0 then
+    util.fail(file, by.key, "expected an object", text)
+  end
+  local a = type(text.architectures) == "table" and text.architectures[1]
+  local tmt = type(a) == "string" and by.types[a]
+  if not tmt then
+    util.fail(file, by.key .. ".architectures", ("expected a class the wrapper builds (%s)")
+      :format(util.join(util.sorted_keys(by.types))), text.architectures)
+  end
+  local t = {}
+  for k, v in pairs(text) do t[k] = v end
+  t.model_type = tmt
+  return t
+end
+
 --- The text model of a multimodal wrapper of M.WRAPPERS or M.WRAPPERS_OWN_TEXT (a config of a
--- type apsearch has no reader for, with a `text_config`), as the config to
--- read, or nil.
+-- type apsearch has no reader for, with a `text_config`), or of
+-- M.WRAPPER_TEXT_BY_CLASS, as the config to read, or nil.
 -- @tparam table cfg config.json
 -- @param mt the model_type it is read as (M.model_type_of)
 -- @tparam string file for errors
@@ -7259,6 +7303,7 @@ M.WRAPPERS_OWN_TEXT = { mistral3 = "mistral", glm46v = "glm4v_text", llava = "ll
 --   text_config is not one
 function M.wrapped_text(cfg, mt, file)
   if type(mt) ~= "string" or builders[mt] then return nil end
+  if M.WRAPPER_TEXT_BY_CLASS[mt] then return text_by_class(cfg, mt, file) end
   local fixed, own = M.WRAPPERS[mt], M.WRAPPERS_OWN_TEXT[mt]
   if fixed == nil and own == nil then return nil end
   local text = cfg.text_config
@@ -7370,11 +7415,11 @@ local function read_wrapped(cfg, text, source, name)
     end
     t.tie_word_embeddings = cfg.tie_word_embeddings
   end
-  local model, info = M.from_config(t, source .. ": text_config", name or name_from_path(source))
+  local model, info = M.from_config(t, source .. ": " .. M.text_key(cfg.model_type), name or name_from_path(source))
   if is_null(text.quantization_config) then quantization_note(info.notes, cfg.quantization_config, source) end
   table.insert(info.notes, 1, ("%s: model_type %s is multimodal: the estimate trains its text model " ..
-    "(text_config, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
-    :format(source, tostring(cfg.model_type), tostring(t.model_type)))
+    "(%s, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
+    :format(source, tostring(cfg.model_type), M.text_key(cfg.model_type), tostring(t.model_type)))
   -- the class a framework builds is the wrapper's (AutoModel's registry is
   -- keyed by the file's architectures[0])
   info.architecture = first_class(cfg)

@@ -5,7 +5,9 @@
 -- configuration_llava.py @ 053f59ef, configuration_llava_next.py @
 -- 063b32f6, configuration_idefics3.py @ 0025a6f5,
 -- configuration_llava_onevision.py @ 04ea11d8, configuration_internvl.py
--- @ 04ea98d5.
+-- @ 04ea98d5; and InternVL's original format (internvl_chat), whose
+-- remote code builds `llm_config` by its architectures[0] (OpenGVLab/
+-- InternVL 016ae21f configuration_internvl_chat.py).
 
 local hf = require "apsearch.hf"
 local core = require "apsearch.core"
@@ -66,6 +68,26 @@ describe("LLaVA-family wrappers", function()
         assert.are.equal(case[2], core.model_params(m).total, wrapper)
       end
     end)
+
+  it("read InternVL's llm_config (internvl_chat) by its class, whatever its model_type says", function()
+    -- Qwen2.5-7B's config under InternVL's Qwen2ForCausalLM: 7,615,616,512
+    local qwen = read_json(ROOT .. "/examples/models/qwen2.5-7b.json")
+    qwen.model_type = "not_read"
+    local m, info = hf.from_config({ model_type = "internvl_chat", architectures = { "InternVLChatModel" },
+      llm_config = qwen, vision_config = { model_type = "intern_vit_6b" } }, "iv.json")
+    assert.are.equal(7615616512, core.model_params(m).total)
+    assert.truthy(info.notes[1]:find("(llm_config, model_type qwen2)", 1, true), info.notes[1])
+    -- a class InternVL does not build: refused, naming the key and the class
+    qwen.architectures = { "MistralForCausalLM" }
+    local ok, err = pcall(hf.from_config, { model_type = "internvl_chat", llm_config = qwen }, "iv.json")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('iv.json: llm_config.architectures: expected a class the wrapper builds', 1,
+      true), err)
+    assert.truthy(tostring(err):find("MistralForCausalLM", 1, true), err)
+    ok, err = pcall(hf.from_config, { model_type = "internvl_chat", llm_config = cjson.null }, "iv.json")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("iv.json: llm_config: expected an object", 1, true), err)
+  end)
 
   it("refuse a text model apsearch has no reader for, naming it", function()
     local cfg = llava15()

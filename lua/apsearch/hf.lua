@@ -7312,7 +7312,10 @@ function M.wrapped_text(cfg, mt, file)
   for k, v in pairs(text) do t[k] = v end
   if own then
     if is_null(t.model_type) then t.model_type = own end
-    if not builders[M.model_type_of(t)] then return nil end
+    -- transformers builds CONFIG_MAPPING[text_config["model_type"]]: the
+    -- type itself decides, not its class (a wrapper's type, "vicuna" or 7
+    -- there is no text model apsearch reads)
+    if type(t.model_type) ~= "string" or not builders[t.model_type] then return nil end
   else
     t.model_type = fixed
   end
@@ -7358,7 +7361,9 @@ local function refuse_unmodelled(cfg, mt, file, as)
   end
   local tmt, as = M.model_type_of(text)
   local why = type(tmt) == "string" and M.UNMODELLED[tmt]
-  local how = builders[tmt] and ("is (model_type %s%s), but apsearch does not know what %s adds to it: " ..
+  local how = M.WRAPPERS_OWN_TEXT[mt] and builders[tmt] and ("gives model_type %s, which %s builds as that type " ..
+    "and apsearch does not read as a text model"):format(util.describe(text.model_type), mt)
+    or builders[tmt] and ("is (model_type %s%s), but apsearch does not know what %s adds to it: " ..
     "import text_config as a config.json of its own to train the text model"):format(util.describe(text.model_type),
     as and (", read as " .. tmt) or "", mt)
     or ("is not either (%s%s)"):format(is_null(text.model_type) and not as and "it gives no model_type" or
@@ -7399,20 +7404,29 @@ end
 -- LLaVA 1.5's (llava-hf/llava-1.5-7b-hf) gives only vocab_size,
 -- max_position_embeddings and rms_norm_eps of its Vicuna text model and
 -- LlamaConfig fills the rest (configuration_llama.py @ 008e5743: the
--- Llama-2-7B shapes; num_key_value_heads and head_dim follow the heads).
-M.WRAPPED_TEXT_DEFAULTS = { llama = { vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008,
-  num_hidden_layers = 32, num_attention_heads = 32, max_position_embeddings = 2048, rms_norm_eps = 1e-6 } }
+-- Llama-2-7B shapes; num_key_value_heads and head_dim follow the heads);
+-- LLaVA-NeXT's Mistral text_config (llava-hf/llava-v1.6-mistral-7b-hf)
+-- leaves out the shapes MistralConfig fills (configuration_mistral.py @
+-- 001f85b3: Mistral-7B's, 8 KV heads, a 4096-token window unless given,
+-- a null one included).
+M.WRAPPED_TEXT_DEFAULTS = {
+  llama = { vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008, num_hidden_layers = 32,
+    num_attention_heads = 32, max_position_embeddings = 2048, rms_norm_eps = 1e-6 },
+  mistral = { vocab_size = 32000, hidden_size = 4096, intermediate_size = 14336, num_hidden_layers = 32,
+    num_attention_heads = 32, num_key_value_heads = 8, max_position_embeddings = 4096 * 32, rms_norm_eps = 1e-6,
+    sliding_window = 4096 },
+}
 
 local function read_wrapped(cfg, text, source, name)
+  if not is_null(cfg.tie_word_embeddings) and type(cfg.tie_word_embeddings) ~= "boolean" then
+    util.fail(source, "tie_word_embeddings", "expected true or false", cfg.tie_word_embeddings)
+  end
   local t = {}
   for k, v in pairs(text) do t[k] = v end
   for k, v in pairs(M.WRAPPED_TEXT_DEFAULTS[M.model_type_of(t)] or {}) do
     if t[k] == nil then t[k] = v end
   end
   if is_null(t.tie_word_embeddings) and not is_null(cfg.tie_word_embeddings) then
-    if type(cfg.tie_word_embeddings) ~= "boolean" then
-      util.fail(source, "tie_word_embeddings", "expected true or false", cfg.tie_word_embeddings)
-    end
     t.tie_word_embeddings = cfg.tie_word_embeddings
   end
   local model, info = M.from_config(t, source .. ": " .. M.text_key(cfg.model_type), name or name_from_path(source))

@@ -620,16 +620,21 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
         why = "requires --untie-embeddings-and-output-weights (the model ties them)";
     else if (t->precision == APS_PREC_FP16)
         why = "not supported with fp16 yet";
-    /* validate_args sets fp8_param_gather False under --use-torch-fsdp2
-     * with TransformerEngine >= 2.0 (arguments.py l.1051-1057 @ d98e8a64:
-     * the job gathers bf16); fp4_param_gather stays on from TE 2.7, which
-     * every NVFP4 run has (l.1058-1063) */
-    else if (aps_recipe_fp8_param_gather(t) &&
-             t->precision != APS_PREC_NVFP4)
-        why = "turns --fp8-param-gather off (TransformerEngine >= 2.0) and "
-              "gathers the parameters in bf16, not as fp8_param_gather = "
-              "true is estimated (set training.fp8_param_gather = false for "
-              "that job)";
+    if (!why && aps_recipe_fp8_param_gather(t) &&
+        t->precision != APS_PREC_NVFP4) {
+        /* validate_args sets fp8_param_gather False under --use-torch-
+         * fsdp2 with TransformerEngine >= 2.0 (arguments.py l.1051-1057 @
+         * d98e8a64: the job gathers bf16); fp4_param_gather stays on from
+         * TE 2.7, which every NVFP4 run has (l.1058-1063).  Kept under
+         * APS_REASON_LEN with the remedy last. */
+        aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, "
+                "zero_stage = %lld) turns --fp8-param-gather off (TE >= 2.0, "
+                "arguments.py) and gathers bf16, not fp8 as estimated; set "
+                "training.fp8_param_gather = false or fsdp_impl = "
+                "\"megatron_fsdp\"", (long long)s->fsdp_degree,
+                (long long)s->zero_stage);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
     if (!why)
         return APS_REASON_NONE;
     aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, zero_stage "

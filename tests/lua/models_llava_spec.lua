@@ -89,6 +89,44 @@ describe("LLaVA-family wrappers", function()
     assert.truthy(tostring(err):find("iv.json: llm_config: expected an object", 1, true), err)
   end)
 
+  it("read LLaVA-NeXT's Mistral text_config with MistralConfig's defaults (its null window: none)", function()
+    -- llava-hf/llava-v1.6-mistral-7b-hf: hidden size, layers and heads left
+    -- to MistralConfig (configuration_mistral.py @ 001f85b3); Mistral-7B's
+    -- 7,241,732,096 with 64 more tokens in and out: + 2 x 64 x 4096
+    local cfg = { architectures = { "LlavaNextForConditionalGeneration" }, model_type = "llava_next",
+      text_config = { _name_or_path = "mistralai/Mistral-7B-Instruct-v0.2", architectures = { "MistralForCausalLM" },
+        intermediate_size = 14336, max_position_embeddings = 32768, model_type = "mistral", num_key_value_heads = 8,
+        rms_norm_eps = 1e-05, rope_theta = 1000000.0, sliding_window = cjson.null, vocab_size = 32064 },
+      vision_config = { model_type = "clip_vision_model" }, vocab_size = 32064 }
+    local m = hf.from_config(cfg, "llava16.json")
+    assert.are.equal(7241732096 + 2 * 64 * 4096, core.model_params(m).total)
+    assert.are.equal(8, m.num_query_groups)
+    assert.is_true((m.sliding_window or 0) == 0)
+    -- without the key, MistralConfig's 4096-token window on every layer
+    cfg.text_config.sliding_window = nil
+    assert.are.equal(4096, hf.from_config(cfg, "llava16.json").sliding_window)
+  end)
+
+  it("refuse a text_config whose model_type is no text model apsearch reads, whatever its class", function()
+    -- transformers builds CONFIG_MAPPING[model_type]: a wrapper's type (a
+    -- LlavaConfig, not a text model) or an unknown one is not LlamaForCausalLM
+    for _, mt in ipairs({ "llava", "vicuna", 7 }) do
+      local cfg = llava15()
+      cfg.text_config.model_type = mt
+      local ok, err = pcall(hf.from_config, cfg, "llava.json")
+      assert.is_false(ok, tostring(mt))
+      assert.truthy(tostring(err):find("its text_config gives model_type " .. require("apsearch.util").describe(mt),
+        1, true), err)
+    end
+    -- a top-level tie_word_embeddings that is no boolean, even beside the text's own
+    local cfg = llava15()
+    cfg.tie_word_embeddings = "yes"
+    local ok, err = pcall(hf.from_config, cfg, "llava.json")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('llava.json: tie_word_embeddings: expected true or false (got "yes")', 1, true),
+      err)
+  end)
+
   it("refuse a text model apsearch has no reader for, naming it", function()
     local cfg = llava15()
     cfg.text_config.model_type = "no_such_text"

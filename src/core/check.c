@@ -598,18 +598,25 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
     return aps_check_recipe(t, s, msg, n);
 }
 
-/* Megatron-LM's --use-torch-fsdp2 (fsdp_degree > 1, or zero_stage 2 / 3,
- * apsearch.launch.megatron): validate_args (megatron/training/arguments.py
- * @ d98e8a64ddf34856e74b24714e3bedb2f5a39553, l.1031-1047) asserts
- * pipeline_model_parallel_size == 1, expert_model_parallel_size == 1
- * ("--use-torch-fsdp2 is not supported with expert parallelism", l.1036),
- * untie_embeddings_and_output_weights and not fp16 with it. */
+/* Megatron-LM's --use-torch-fsdp2: framework megatron with fsdp_impl
+ * torch_fsdp2 and fsdp_degree > 1 or zero_stage 2 / 3 (apsearch.launch.
+ * megatron). */
+static bool megatron_torch_fsdp2(const aps_training *t, const aps_strategy *s)
+{
+    return t->framework == APS_FW_MEGATRON &&
+           t->fsdp_impl == APS_FSDP_IMPL_TORCH_FSDP2 &&
+           (s->fsdp_degree > 1 || s->zero_stage >= 2);
+}
+
+/* validate_args (megatron/training/arguments.py @ d98e8a64ddf34856e74b24
+ * 714e3bedb2f5a39553, l.1031-1047) asserts pipeline_model_parallel_size ==
+ * 1, expert_model_parallel_size == 1 ("--use-torch-fsdp2 is not supported
+ * with expert parallelism", l.1036), untie_embeddings_and_output_weights
+ * and not fp16 with --use-torch-fsdp2. */
 static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t,
                                        const aps_strategy *s, char *msg, size_t n)
 {
-    if (t->framework != APS_FW_MEGATRON ||
-        t->fsdp_impl != APS_FSDP_IMPL_TORCH_FSDP2 ||
-        !(s->fsdp_degree > 1 || s->zero_stage >= 2))
+    if (!megatron_torch_fsdp2(t, s))
         return APS_REASON_NONE;
     const char *why = NULL;
     if (s->pp_degree > 1)
@@ -620,21 +627,6 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
         why = "requires --untie-embeddings-and-output-weights (the model ties them)";
     else if (t->precision == APS_PREC_FP16)
         why = "not supported with fp16 yet";
-    if (!why && aps_recipe_fp8_param_gather(t) &&
-        t->precision != APS_PREC_NVFP4) {
-        /* validate_args sets fp8_param_gather False under --use-torch-
-         * fsdp2 with TransformerEngine >= 2.0 (arguments.py l.1051-1057 @
-         * d98e8a64: the job gathers bf16); fp4_param_gather stays on from
-         * TE 2.7, which every NVFP4 run has (l.1058-1063).  Kept under
-         * APS_REASON_LEN with the remedy last. */
-        aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, "
-                "zero_stage = %lld) turns --fp8-param-gather off (TE >= 2.0, "
-                "arguments.py) and gathers bf16, not fp8 as estimated; set "
-                "training.fp8_param_gather = false or fsdp_impl = "
-                "\"megatron_fsdp\"", (long long)s->fsdp_degree,
-                (long long)s->zero_stage);
-        return APS_REASON_FRAMEWORK_UNSUPPORTED;
-    }
     if (!why)
         return APS_REASON_NONE;
     aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, zero_stage "
@@ -642,6 +634,28 @@ static aps_reason check_megatron_fsdp2(const aps_model *m, const aps_training *t
             "megatron/training/arguments.py)", (long long)s->fsdp_degree,
             (long long)s->zero_stage, (long long)s->pp_degree,
             (long long)aps_moe_ep(s), why);
+    return APS_REASON_FRAMEWORK_UNSUPPORTED;
+}
+
+/* validate_args sets fp8_param_gather False under --use-torch-fsdp2 with
+ * TransformerEngine >= 2.0 (arguments.py l.1051-1057 @ d98e8a64: the job
+ * gathers bf16), so an estimate of fp8 gathers there is of a job Megatron
+ * does not run; fp4_param_gather stays on from TE 2.7, which every NVFP4
+ * run has (l.1058-1063).  The message stays under APS_REASON_LEN with the
+ * remedies last. */
+static aps_reason check_megatron_fsdp2_fp8_gather(const aps_training *t,
+                                                  const aps_strategy *s,
+                                                  char *msg, size_t n)
+{
+    if (!megatron_torch_fsdp2(t, s) || !aps_recipe_fp8_param_gather(t) ||
+        t->precision == APS_PREC_NVFP4)
+        return APS_REASON_NONE;
+    aps_fmt(msg, n, "megatron: --use-torch-fsdp2 (fsdp_degree = %lld, "
+            "zero_stage = %lld) turns --fp8-param-gather off (TE >= 2.0, "
+            "arguments.py) and gathers bf16, not fp8 as estimated; set "
+            "training.fp8_param_gather = false or fsdp_impl = "
+            "\"megatron_fsdp\"", (long long)s->fsdp_degree,
+            (long long)s->zero_stage);
     return APS_REASON_FRAMEWORK_UNSUPPORTED;
 }
 
@@ -861,7 +875,10 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
         aps_fmt(msg, n, "%s", why);
         return code;
     }
-    return check_megatron_fsdp2(m, t, s, msg, n);
+    r = check_megatron_fsdp2(m, t, s, msg, n);
+    if (r != APS_REASON_NONE)
+        return r;
+    return check_megatron_fsdp2_fp8_gather(t, s, msg, n);
 }
 
 aps_reason aps_check_all(const aps_model *m, const aps_cluster *c,

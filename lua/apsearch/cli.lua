@@ -309,8 +309,23 @@ local function shortcut_sets(opts)
   return sets
 end
 
--- The notes of a policy (the default search space) on stderr, after the
--- estimator accepted its inputs (--quiet drops them).
+-- The "note: ..." lines of a policy's inputs (the cluster as read, what
+-- the model's config has that no term prices, the default search space),
+-- in the order stderr prints them; `estimate_only` leaves out the default
+-- space's note (estimate and calibrate --log run one strategy).
+local function input_notes(p, opts, estimate_only)
+  local lines = {}
+  if opts.cluster_note then lines[#lines + 1] = opts.cluster_note end
+  for _, w in ipairs(p.warnings or {}) do
+    if w:match("^note:") and not (estimate_only and w:find(policy_mod.DEFAULT_SPACE_NOTE, 1, true)) then
+      lines[#lines + 1] = w
+    end
+  end
+  return lines
+end
+
+-- The notes of a policy (input_notes) on stderr, after the estimator
+-- accepted its inputs (--quiet drops them).
 local function print_notes(p, opts, estimate_only)
   if opts.quiet then return end
   require("apsearch.search").context(p) -- raises the inputs' one-line error first
@@ -318,15 +333,8 @@ local function print_notes(p, opts, estimate_only)
   local common = require "apsearch.format.common"
   local tty = require("apsearch.core").isatty(2)
   local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
-  if opts.cluster_note then
-    io.stderr:write(common.fold_text("apsearch: " .. util.printable(opts.cluster_note), width), "\n")
-  end
-  for _, w in ipairs(p.warnings or {}) do
-    -- the default space's note only where a space is searched (estimate
-    -- and calibrate --log run one strategy)
-    if w:match("^note:") and not (estimate_only and w:find(policy_mod.DEFAULT_SPACE_NOTE, 1, true)) then
-      io.stderr:write(common.fold_text("apsearch: " .. util.printable(w), width), "\n")
-    end
+  for _, w in ipairs(input_notes(p, opts, estimate_only)) do
+    io.stderr:write(common.fold_text("apsearch: " .. util.printable(w), width), "\n")
   end
 end
 
@@ -1502,6 +1510,19 @@ local function devices_also(ctx, s, est)
   return ("the strategy is also refused for %s: %s"):format(code, msg)
 end
 
+-- The notes of `estimate --format json` (its "notes" array; nil when
+-- none): every "note:" line stderr prints, without the prefix and
+-- whatever --quiet says -- the inputs' (input_notes), the dimensions
+-- --strategy left out (`defaulted`) and the device count a model-shape
+-- refusal also fails (`also`), in that order.
+local function estimate_notes(p, opts, defaulted, also)
+  local lines = util.array()
+  for _, w in ipairs(input_notes(p, opts, true)) do lines[#lines + 1] = (w:gsub("^note: ", "")) end
+  if defaulted then lines[#lines + 1] = (defaulted:gsub("^note: ", "")) end
+  if also then lines[#lines + 1] = also end
+  return #lines > 0 and lines or nil
+end
+
 local function cmd_estimate(args)
   local c = new_parser("estimate", "Estimate memory and time of one strategy.")
   c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
@@ -1540,9 +1561,11 @@ local function cmd_estimate(args)
     est.step_time_interval, est.mem_peak_interval = iv.step_time, iv.mem_peak
   end
   if opts.trace then write_trace(opts.trace, ctx, s, est, inputs, opts.quiet) end
+  local also = devices_also(ctx, s, est)
   if fmt == "json" then
     local json = require "apsearch.format.json"
     out(json.format({ schema_version = require("apsearch.search").schema_version, estimate = est,
+      notes = estimate_notes(p, opts, defaulted, also),
       inputs = { policy = p.from_policy or p.file, model = inputs.model, cluster = inputs.cluster,
         training = inputs.training, overrides = p.overrides,
         stack = p.stack, calibration = p.calibration, from = p.from } }))
@@ -1551,7 +1574,6 @@ local function cmd_estimate(args)
   end
   -- (said once everything else stood: a refusal stays one line)
   if defaulted and not opts.quiet then util.log("apsearch: %s", defaulted) end
-  local also = devices_also(ctx, s, est)
   if also and not opts.quiet then util.log("apsearch: note: %s", also) end
   return est.feasible and 0 or 1
 end

@@ -228,6 +228,29 @@ describe("estimate of a strategy that takes more GPUs than the cluster has", fun
   end)
 end)
 
+describe("estimate --format json", function()
+  it("carries the notes stderr prints, without their prefix, also under --quiet", function()
+    local cjson = require "cjson"
+    -- tp 16 on the example's 8 H100 with the other dimensions left out:
+    -- the defaulted dimensions' note, then the device count's
+    local code, out = H.apsearch("estimate", "--strategy", "tp_degree=16", "--format", "json", "--quiet")
+    assert.are.equal(1, code)
+    local notes = cjson.decode(out).notes
+    assert.are.equal(2, #notes)
+    assert.truthy(notes[1]:find("^not given with %-%-strategy, so taken as: "), notes[1])
+    assert.are.equal("the strategy is also refused for DEVICE_COUNT: dp 1 x fsdp 1 x tp 16 x pp 1 x cp 1 = 16 "
+      .. "devices > num_devices = 8", notes[2])
+    -- --cluster D:N reads N as hosts: its note comes first, as on stderr
+    code, out = H.apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:8", "--format", "json",
+      "--strategy", "tp_degree=8,pp_degree=1,cp_degree=1,vpp_degree=1,micro_batch_size=1,zero_stage=1,"
+      .. "layer_recompute=none,cp_comm_type=p2p")
+    assert.are.equal(0, code)
+    notes = cjson.decode(out).notes
+    assert.are.same({ "--cluster h100-sxm-80gb:8 is 8 hosts of 8 GPUs, 64 GPUs (for 8 GPUs: h100-sxm-80gb:1x8)" },
+      notes)
+  end)
+end)
+
 describe("estimate --help", function()
   it("shows --strategy examples that each run on the default policy", function()
     local _, help = H.apsearch("estimate", "--help")

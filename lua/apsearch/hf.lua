@@ -5937,6 +5937,30 @@ function builders.qwen3_vl_moe_text(r, cfg, file)
   return builders.qwen3_moe(reader(c, file), c, file)
 end
 
+--- Qwen3OmniMoeTextConfig's defaults (transformers models/qwen3_omni_moe/
+-- configuration_qwen3_omni_moe.py @ d9c9e55f), for the keys a thinker's
+-- text_config leaves out.
+M.QWEN3_OMNI_TEXT_DEFAULTS = { vocab_size = 3584, hidden_size = 2048, intermediate_size = 18944,
+  num_hidden_layers = 28, num_attention_heads = 28, num_key_value_heads = 4, max_position_embeddings = 32768,
+  rms_norm_eps = 1e-6, tie_word_embeddings = false, rope_theta = 1000000.0, attention_bias = false,
+  decoder_sparse_step = 1, moe_intermediate_size = 768, num_experts_per_tok = 8, num_experts = 128,
+  norm_topk_prob = true, router_aux_loss_coef = 0.001 }
+
+--- Qwen3-Omni's thinker text model (transformers models/qwen3_omni_moe/
+-- modular_qwen3_omni_moe.py @ f14d0cbc: Qwen3OmniMoeThinkerTextDecoderLayer
+-- is Qwen3MoeDecoderLayer, its SparseMoeBlock Qwen3MoeSparseMoeBlock and
+-- its attention Qwen3MoeAttention with sliding_window = None): Qwen3-MoE
+-- with Qwen3OmniMoeTextConfig's defaults and no attention window whatever
+-- the config says; shared_expert_intermediate_size, which the released
+-- file gives as 0, builds nothing there (Qwen3MoeSparseMoeBlock has no
+-- shared expert).
+function builders.qwen3_omni_moe_text(_, cfg, file)
+  local c = with_defaults(cfg, M.QWEN3_OMNI_TEXT_DEFAULTS)
+  c.use_sliding_window, c.sliding_window, c.max_window_layers, c.layer_types = false, nil, nil, nil
+  c.shared_expert_intermediate_size = nil
+  return builders.qwen3_moe(reader(c, file), c, file)
+end
+
 --- Qwen3.5-MoE's text model (transformers models/qwen3_5_moe/
 -- modular_qwen3_5_moe.py @ e36255cb): Qwen3NextConfig without
 -- intermediate_size, decoder_sparse_step, norm_topk_prob and
@@ -7013,7 +7037,7 @@ M.ROUTER_FP32 = {
 --- Mixture-of-experts model types imported with their experts.
 M.moe_supported = { "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3",
                     "olmoe", "dbrx", "gpt_oss", "glm4_moe", "glm4_moe_lite", "llama4_text", "llama4",
-                    "minimax_m2", "qwen3_vl_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
+                    "minimax_m2", "qwen3_vl_moe_text", "qwen3_omni_moe_text", "qwen3_5_moe_text", "ernie4_5_moe",
                     "deepseek_v32", "glm_moe_dsa", "phimoe", "granitemoe", "granitemoeshared",
                     "granitemoehybrid", "hunyuan_v1_moe", "dots1", "glm4v_moe_text", "gemma4_text", "gemma4",
                     "mimo_v2_flash", "deepseek_v4", "laguna", "minimax_m3", "step3p5", "kimi_linear", "kimi_k3_text", "afmoe", "mistral4", "solar_open", "exaone_moe", "flex_olmo",
@@ -7222,7 +7246,26 @@ M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "q
   -- NeMo AutoModel 36044ad3 components/models/step3p7/model.py:
   -- Step3p7Model's language_model is Step3p5Model (its text_config's
   -- Step3p7TextConfig says model_type "step3p5")
-  step3p7 = "step3p5" }
+  step3p7 = "step3p5",
+  -- Megatron-Bridge 067f987d models/qwen_omni/qwen3_omni_bridge.py
+  -- (Qwen3OmniBridge.provider_bridge): the thinker's text_config is the
+  -- language model it trains (M.WRAPPER_TEXT_PATH)
+  qwen3_omni_moe = "qwen3_omni_moe_text" }
+
+--- Wrappers whose text model sits deeper than a top-level `text_config`,
+-- with the keys down to it: Qwen3-Omni (qwen3_omni_moe) holds its
+-- language model in the thinker (Qwen3OmniMoeConfig's thinker_config,
+-- whose text_config is a Qwen3OmniMoeTextConfig; transformers
+-- models/qwen3_omni_moe/configuration_qwen3_omni_moe.py @ d9c9e55f).
+M.WRAPPER_TEXT_PATH = { qwen3_omni_moe = { "thinker_config", "text_config" } }
+
+--- What a wrapper has beyond its vision tower that the estimate neither
+-- trains nor counts, said in its note.
+M.WRAPPER_UNTRAINED = {
+  qwen3_omni_moe = "nor is the thinker's audio tower (thinker_config.audio_config); the talker and code2wav " ..
+    "(talker_config, code2wav_config) are not trained, as Megatron-Bridge's Qwen3-Omni trains the thinker " ..
+    "(qwen3_omni_bridge.py: \"converting thinker-side weights only\")",
+}
 
 --- Keys of a wrapper's own config its text model reads (NeMo AutoModel's
 -- MuseGlimmerConfig holds use_qk_norm, use_attn_output_gate and
@@ -7268,7 +7311,31 @@ M.WRAPPER_TEXT_BY_CLASS = {
 -- @treturn string "text_config" or M.WRAPPER_TEXT_BY_CLASS's key
 function M.text_key(mt)
   local by = type(mt) == "string" and M.WRAPPER_TEXT_BY_CLASS[mt]
-  return by and by.key or "text_config"
+  local path = type(mt) == "string" and M.WRAPPER_TEXT_PATH[mt]
+  return by and by.key or path and table.concat(path, ".") or "text_config"
+end
+
+--- The table of a wrapper's config that holds its text model's key (the
+-- config itself, or the thinker_config of M.WRAPPER_TEXT_PATH), and
+-- that key.
+-- @tparam table cfg config.json
+-- @param mt the wrapper's model_type
+-- @tparam string file for errors
+-- @treturn table the holder
+-- @treturn string the key of the text model in it
+-- @raise `<file>: thinker_config: expected an object` for a holder that
+--   is not one
+function M.text_holder(cfg, mt, file)
+  local path = type(mt) == "string" and M.WRAPPER_TEXT_PATH[mt]
+  if not path then return cfg, "text_config" end
+  local t = cfg
+  for i = 1, #path - 1 do
+    t = t[path[i]]
+    if type(t) ~= "table" or #t > 0 then
+      util.fail(file, table.concat(path, ".", 1, i), "expected an object", t)
+    end
+  end
+  return t, path[#path]
 end
 
 -- The text model of a wrapper of M.WRAPPER_TEXT_BY_CLASS as the config to
@@ -7306,8 +7373,9 @@ function M.wrapped_text(cfg, mt, file)
   if M.WRAPPER_TEXT_BY_CLASS[mt] then return text_by_class(cfg, mt, file) end
   local fixed, own = M.WRAPPERS[mt], M.WRAPPERS_OWN_TEXT[mt]
   if fixed == nil and own == nil then return nil end
-  local text = cfg.text_config
-  if type(text) ~= "table" or #text > 0 then util.fail(file, "text_config", "expected an object", text) end
+  local holder, key = M.text_holder(cfg, mt, file)
+  local text = holder[key]
+  if type(text) ~= "table" or #text > 0 then util.fail(file, M.text_key(mt), "expected an object", text) end
   local t = {}
   for k, v in pairs(text) do t[k] = v end
   if own then
@@ -7418,22 +7486,28 @@ M.WRAPPED_TEXT_DEFAULTS = {
 }
 
 local function read_wrapped(cfg, text, source, name)
-  if not is_null(cfg.tie_word_embeddings) and type(cfg.tie_word_embeddings) ~= "boolean" then
-    util.fail(source, "tie_word_embeddings", "expected true or false", cfg.tie_word_embeddings)
+  -- the wrapper's tie: its own, or the thinker's (M.WRAPPER_TEXT_PATH)
+  local holder = M.text_holder(cfg, cfg.model_type, source)
+  local tie_key = (holder == cfg and "" or (M.text_key(cfg.model_type):match("^(.*)%.[^.]*$") .. ".")) ..
+    "tie_word_embeddings"
+  if not is_null(holder.tie_word_embeddings) and type(holder.tie_word_embeddings) ~= "boolean" then
+    util.fail(source, tie_key, "expected true or false", holder.tie_word_embeddings)
   end
   local t = {}
   for k, v in pairs(text) do t[k] = v end
   for k, v in pairs(M.WRAPPED_TEXT_DEFAULTS[M.model_type_of(t)] or {}) do
     if t[k] == nil then t[k] = v end
   end
-  if is_null(t.tie_word_embeddings) and not is_null(cfg.tie_word_embeddings) then
-    t.tie_word_embeddings = cfg.tie_word_embeddings
+  if is_null(t.tie_word_embeddings) and not is_null(holder.tie_word_embeddings) then
+    t.tie_word_embeddings = holder.tie_word_embeddings
   end
   local model, info = M.from_config(t, source .. ": " .. M.text_key(cfg.model_type), name or name_from_path(source))
   if is_null(text.quantization_config) then quantization_note(info.notes, cfg.quantization_config, source) end
+  local untrained = M.WRAPPER_UNTRAINED[cfg.model_type]
   table.insert(info.notes, 1, ("%s: model_type %s is multimodal: the estimate trains its text model " ..
-    "(%s, model_type %s); the vision tower (vision_config) is neither modelled nor counted")
-    :format(source, tostring(cfg.model_type), M.text_key(cfg.model_type), tostring(t.model_type)))
+    "(%s, model_type %s); the vision tower (vision_config) is neither modelled nor counted%s")
+    :format(source, tostring(cfg.model_type), M.text_key(cfg.model_type), tostring(t.model_type),
+      untrained and (", " .. untrained) or ""))
   -- the class a framework builds is the wrapper's (AutoModel's registry is
   -- keyed by the file's architectures[0])
   info.architecture = first_class(cfg)

@@ -792,6 +792,65 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.is_true((hf.from_config(text, "t.json")).tie_word_embeddings)
   end)
 
+  -- Qwen/Qwen3-Omni-30B-A3B-Instruct: Megatron-Bridge trains the thinker
+  -- (models/qwen_omni/qwen3_omni_bridge.py @ 067f987d reads
+  -- thinker_config.text_config), whose text model is Qwen3-MoE
+  -- (modular_qwen3_omni_moe.py @ f14d0cbc) at Qwen3-30B-A3B's shapes with
+  -- a 152,064-token vocabulary: qwen3_moe_counts, 30,532,122,624 + 2 x 128
+  -- x 2,048 = 30,532,646,912 total.  The text_config's shapes as the
+  -- released config.json gives them (a transformers dump of the
+  -- checkpoint's Qwen3OmniMoeConfig); its keys Qwen3-MoE has not
+  -- (shared_expert_intermediate_size 0, use_qk_norm) build nothing.
+  it("Qwen3-Omni-30B-A3B trains its thinker's text model: 30,532,646,912 / 3,353,556,992", function()
+    local text = { model_type = "qwen3_omni_moe_text", hidden_size = 2048, intermediate_size = 768,
+      num_hidden_layers = 48, num_attention_heads = 32, num_key_value_heads = 4, head_dim = 128,
+      num_experts = 128, num_experts_per_tok = 8, moe_intermediate_size = 768, decoder_sparse_step = 1,
+      mlp_only_layers = {}, norm_topk_prob = true, vocab_size = 152064, max_position_embeddings = 65536,
+      rms_norm_eps = 1e-6, rope_theta = 1000000, tie_word_embeddings = false, use_qk_norm = true,
+      shared_expert_intermediate_size = 0, use_sliding_window = false, sliding_window = cjson.null,
+      rope_scaling = { interleaved = true, mrope_interleaved = true, mrope_section = { 24, 20, 20 },
+        rope_type = "default", type = "default" } }
+    local omni = { model_type = "qwen3_omni_moe", architectures = { "Qwen3OmniMoeForConditionalGeneration" },
+      thinker_config = { model_type = "qwen3_omni_moe_thinker", text_config = text,
+        vision_config = { model_type = "qwen3_omni_moe_vision_encoder" },
+        audio_config = { model_type = "qwen3_omni_moe_audio_encoder" } },
+      talker_config = { text_config = { model_type = "qwen3_omni_moe_talker_text", num_experts = 128 } },
+      code2wav_config = { num_quantizers = 16 } }
+    local m, info = hf.from_config(omni, "omni.json")
+    local want = qwen3_moe_counts(text)
+    local c = core.model_params(m)
+    assert.are.same({ 30532646912, 3353556992 }, { want.total, want.active })
+    assert.are.same({ want.total, want.active }, { c.total, c.active })
+    assert.is_nil(m.sliding_window)
+    assert.is_nil(m.shared_expert_ffn_hidden_size)
+    assert.truthy(info.notes[1]:find("trains its text model (thinker_config.text_config, model_type "
+      .. "qwen3_omni_moe_text)", 1, true), info.notes[1])
+    assert.truthy(info.notes[1]:find("the talker and code2wav (talker_config, code2wav_config) are not trained",
+      1, true), info.notes[1])
+    -- the attention has no window whatever the text_config says
+    -- (Qwen3OmniMoeThinkerTextAttention sets sliding_window = None)
+    local swa = copy(omni)
+    local st = swa.thinker_config.text_config
+    st.use_sliding_window, st.sliding_window, st.max_window_layers = true, 4096, 28
+    assert.is_nil((hf.from_config(swa, "omni.json")).sliding_window)
+    -- (read as Qwen3-MoE it would have one)
+    local q = copy(swa.thinker_config.text_config)
+    q.model_type, q.max_window_layers = "qwen3_moe", 28
+    assert.are.equal(4096, (hf.from_config(q, "q.json")).sliding_window)
+    -- errors name the path down to the text model
+    local bad = copy(omni)
+    bad.thinker_config.text_config.num_experts_per_tok = "8"
+    assert.truthy(err_of(hf.from_config, bad, "omni.json"):find("^omni%.json: thinker_config%.text_config: " ..
+      "num_experts_per_tok: "), err_of(hf.from_config, bad, "omni.json"))
+    bad = copy(omni)
+    bad.thinker_config.text_config = nil
+    assert.are.equal("omni.json: thinker_config.text_config: expected an object (got nothing)",
+      err_of(hf.from_config, bad, "omni.json"))
+    bad = copy(omni)
+    bad.thinker_config = "x"
+    assert.are.equal('omni.json: thinker_config: expected an object (got "x")', err_of(hf.from_config, bad, "omni.json"))
+  end)
+
   -- Qwen/Qwen3.5-35B-A3B (card: 35B total with its vision tower, 3B
   -- active).  transformers modular_qwen3_5_moe.py @ e36255cb: every layer
   -- MoE; 10 full-attention layers (every 4th) of Qwen3NextAttention: q h x

@@ -7235,6 +7235,10 @@ M.MOE_BUILDER_REFUSES = { nemotron_h = true }
 -- none is needed.
 M.WRAPPERS = { glm4v = "glm4v_text", glm4v_moe = "glm4v_moe_text", qwen3_vl = "qwen3_vl_text", qwen3_vl_moe = "qwen3_vl_moe_text",
   qwen3_5 = "qwen3_5_text", qwen3_5_moe = "qwen3_5_moe_text", kimi_k25 = "deepseek_v3",
+  -- Kimi-VL (moonshotai/Kimi-VL-A3B): NeMo AutoModel 36044ad3
+  -- components/models/kimivl/model.py KimiVLConfig builds
+  -- DeepseekV3Config(**text_config) and KimiVLModel a DeepseekV3Model on it
+  kimi_vl = "deepseek_v3",
   -- NeMo AutoModel 00affc66 components/models/minimax_m3_vl: the text
   -- backbone is MiniMax-M3's (layers.py)
   minimax_m3_vl = "minimax_m3",

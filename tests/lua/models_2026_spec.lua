@@ -738,6 +738,27 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.are.equal(alone.total, core.model_params(m).total)
     assert.are.equal("m.json: model_type kimi_k25 is multimodal: the estimate trains its text model (text_config, " ..
       "model_type deepseek_v3); the vision tower (vision_config) is neither modelled nor counted", info.notes[1])
+    -- Kimi-VL (moonshotai/Kimi-VL-A3B-Instruct's config.json, its
+    -- text_config as published): NeMo AutoModel's KimiVLConfig builds
+    -- DeepseekV3Config(**text_config).  By hand (MLA without q_lora, h
+    -- 2,048, 16 heads): q 2,048 x 16 x 192 + kv_a 2,048 x 576 + its norm
+    -- 512 + kv_b 512 x 16 x 256 + o 2,048 x 2,048 = 13,763,072, two norms
+    -- 4,096; the dense layer's MLP 3 x 2,048 x 11,264 = 69,206,016 ->
+    -- 82,973,184; an MoE layer's router 64 x 2,048 + 64 biases, 64 experts
+    -- of 3 x 2,048 x 1,408 and the shared 3 x 2,048 x 2,816 -> 584,847,936;
+    -- 82,973,184 + 26 x 584,847,936 + 2 x 163,840 x 2,048 + 2,048 =
+    -- 15,960,110,208 (the card's 16.4B with MoonViT)
+    local kv_text = { model_type = "deepseek_v3", vocab_size = 163840, max_position_embeddings = 131072,
+      hidden_size = 2048, intermediate_size = 11264, moe_intermediate_size = 1408, num_hidden_layers = 27,
+      num_attention_heads = 16, num_key_value_heads = 16, n_shared_experts = 2, n_routed_experts = 64,
+      routed_scaling_factor = 2.446, kv_lora_rank = 512, q_lora_rank = cjson.null, qk_rope_head_dim = 64,
+      v_head_dim = 128, qk_nope_head_dim = 128, topk_method = "noaux_tc", n_group = 1, topk_group = 1,
+      num_experts_per_tok = 6, moe_layer_freq = 1, first_k_dense_replace = 1, norm_topk_prob = true,
+      scoring_func = "sigmoid", aux_loss_alpha = 0.001, seq_aux = true, hidden_act = "silu", rms_norm_eps = 1e-5,
+      tie_word_embeddings = false, rope_theta = 800000.0, rope_scaling = cjson.null, attention_bias = false }
+    local kv = hf.from_config({ model_type = "kimi_vl", architectures = { "KimiVLForConditionalGeneration" },
+      text_config = kv_text, vision_config = { model_type = "moonvit" } }, "m.json")
+    assert.are.equal(15960110208, core.model_params(kv).total)
     -- the wrapper's class decides the text model (transformers builds
     -- sub_configs["text_config"] from the dict): a dense Qwen3.5 wrapper
     -- around an MoE text_config is refused as an MoE config of qwen3_5_text;

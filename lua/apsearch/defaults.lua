@@ -301,9 +301,20 @@ M.CP_COMM = { megatron = { "p2p", "all_gather", "a2a" }, fsdp2 = { "all_gather" 
 -- with the embedding and loss counted; a layer count odd with and without
 -- them (DeepSeek-V3's 61) splits over no power-of-two pipeline, so NVIDIA's
 -- fill_last layout (Megatron-Bridge deepseek_v3 recipe) is searched
-local function needs_fill_last(framework, model)
+-- instead.  An even count that some pipeline degree of the space divides
+-- neither alone nor with the two (GLM-4.5's 92 over 8: 92 and 94) would
+-- lose that degree: the space then searches fill_last beside
+-- embedding_loss (fill_last is the even split wherever the degree divides
+-- the layers, and embedding_loss Megatron's rule where it divides L + 2),
+-- "both"; else nil (Megatron's own rule).
+local function fill_last_split(framework, model, pp)
   local L = model.num_layers or 0
-  return framework == "megatron" and L % 2 == 1
+  if framework ~= "megatron" or L < 1 then return nil end
+  if L % 2 == 1 then return { "fill_last" } end
+  for _, p in ipairs(pp or {}) do
+    if p > 1 and L % p ~= 0 and (L + 2) % p ~= 0 then return { "embedding_loss", "fill_last" } end
+  end
+  return nil
 end
 
 -- the FSDP sharding degrees a framework searches: Megatron's
@@ -377,7 +388,7 @@ function M.search_space(model, cluster, training)
     recompute_num_layers = { (fw == "automodel" or fw == "fsdp2") and -1 or "auto" },
     micro_batch_size = M.MICRO_BATCH[M.class(model)],
   }
-  if needs_fill_last(fw, model) then space.pipeline_split = { "fill_last" } end
+  space.pipeline_split = fill_last_split(fw, model, space.pp_degree)
   if is_moe(model) and not single then space.etp_degree = space.tp_degree end
   -- LFM2-MoE, MiniMax: transformers' class under AutoModel, no expert
   -- parallelism (training.transformers_model, src/core/moe.c)

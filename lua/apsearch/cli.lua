@@ -1693,8 +1693,7 @@ local function cmd_inspect(args)
   local ref, model, source, info = installed_example(opts.MODEL) or opts.MODEL, nil, nil, nil
   local is_dir = select(2, hf.config_path(ref))
   if ref:find("/", 1, true) or ref:match("%.json$") or (is_dir and not presets.is_model(ref)) then
-    model, info = hf.load(ref)
-    source = hf.config_path(ref)
+    model, source, info = require("apsearch.policy").load_model_path(ref)
   elseif presets.is_model(ref) then
     model, info = presets.model(ref)
     source = info.source

@@ -110,6 +110,40 @@ function M.files_beside(path)
   return names
 end
 
+--- Loads a model from a config.json path or a snapshot directory
+-- (apsearch.hf.load).  A path that is not there is refused naming the
+-- nearest file names beside it (by their stems), the path with ".json"
+-- when that file exists, or the preset a name with ".json" is.
+-- @tparam string ref the path
+-- @treturn table model
+-- @treturn string the config.json read
+-- @treturn table the import's info
+-- @raise `<ref>: cannot read config: no such file; did you mean ...?`,
+--   or hf.load's errors
+function M.load_model_path(ref)
+  if not lfs.attributes(ref) then
+    -- (by their stems: "nope.json" is not near "foo.json" for the ".json" they share)
+    local stems, file_of = {}, {}
+    local function stem(f) return (f:gsub("%.json$", "")) end
+    for _, f in ipairs(M.files_beside(ref)) do
+      local b = f:match("[^/]*$")
+      stems[#stems + 1] = stem(b)
+      file_of[stem(b)] = b
+    end
+    local near = suggest.closest(stem(ref:match("[^/]*$")), stems)
+    for i, n in ipairs(near) do near[i] = string.format("%q", file_of[n]) end
+    -- the path with ".json" (a file of that stem: no near miss, the
+    -- name itself), or a preset's name with ".json"
+    local bare = ref:match("^(.-)%.json$")
+    if lfs.attributes(ref .. ".json", "mode") == "file" then near = { string.format("%q", ref .. ".json") }
+    elseif bare and presets.is_model(bare) then near = { ("the preset %q"):format(bare) } end
+    near = #near > 0 and ("did you mean " .. table.concat(near, " or ") .. "?") or nil
+    if near then error(("%s: cannot read config: no such file; %s"):format(ref, near), 0) end
+  end
+  local m, i = hf.load(ref)
+  return m, (hf.config_path(ref)), i
+end
+
 local function pathish(s)
   return type(s) == "string" and (s:find("/", 1, true) ~= nil or s:match("%.json$") ~= nil
     or (lfs.attributes(s, "mode") == "directory" and not presets.is_model(s)))
@@ -541,25 +575,7 @@ function Norm:model(v)
   if v == nil then self:fail("model", "required field is missing", nil) end
   local model, source, info
   local function load_ref(ref, path)
-    if pathish(ref) then
-      -- a config path that is not there: the nearest file names beside it
-      if not lfs.attributes(ref) then
-        -- (by their stems: "nope.json" is not near "foo.json" for the ".json" they share)
-        local stems, file_of = {}, {}
-        local function stem(f) return (f:gsub("%.json$", "")) end
-        for _, f in ipairs(M.files_beside(ref)) do
-          local b = f:match("[^/]*$")
-          stems[#stems + 1] = stem(b)
-          file_of[stem(b)] = b
-        end
-        local near = suggest.closest(stem(ref:match("[^/]*$")), stems)
-        for i, n in ipairs(near) do near[i] = string.format("%q", file_of[n]) end
-        near = #near > 0 and ("did you mean " .. table.concat(near, " or ") .. "?") or nil
-        if near then error(("%s: cannot read config: no such file; %s"):format(ref, near), 0) end
-      end
-      local m, i = hf.load(ref)
-      return m, (hf.config_path(ref)), i
-    end
+    if pathish(ref) then return M.load_model_path(ref) end
     if not presets.is_model(ref) then
       -- a file name (an extension of letters: "qwen3-32b.jsn") that is not
       -- there: said as a missing file, with the files beside it

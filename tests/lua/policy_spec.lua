@@ -89,6 +89,19 @@ describe("model names", function()
     local f = assert(io.open(dir .. "/foo.json", "w")) f:write("{}") f:close()
     raw.model = dir .. "/nope.json"
     assert.is_nil(err_of(norm, raw):find("did you mean", 1, true))
+    -- the path without its ".json": that file, not a neighbour's near
+    -- name (examples/models/llama-3.1-8b was "llama-3.1-70b.json")
+    write(dir .. "/llama-3.1-70b.json", "{}")
+    write(dir .. "/llama-3.1-8b.json", "{}")
+    raw.model = dir .. "/llama-3.1-8b"
+    assert.are.equal(dir .. '/llama-3.1-8b: cannot read config: no such file; did you mean "' .. dir ..
+      '/llama-3.1-8b.json"?', err_of(norm, raw))
+    -- a preset's name with ".json": the preset (not a path in a directory)
+    raw.model = dir .. "/nowhere/llama-3.1-8b.json"
+    assert.is_nil(err_of(norm, raw):find("the preset", 1, true))
+    raw.model = "llama-3.1-8b.json"
+    assert.are.equal('llama-3.1-8b.json: cannot read config: no such file; did you mean the preset "llama-3.1-8b"?',
+      err_of(norm, raw))
   end)
 end)
 

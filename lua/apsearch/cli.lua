@@ -1412,6 +1412,13 @@ local function strategy_from_policy(opts)
   local ctx = require("apsearch.search").context(p)
   local inputs = ctx:inputs()
   complete_strategy(s, inputs, split_given)
+  -- a ZeRO stage left out takes the first the policy searches, not the
+  -- core's 0: the built Megatron space lists the recipes' distributed
+  -- optimizer first (apsearch.defaults ZERO), so a layout typed from the
+  -- table (whose zero= sits on its "same for every row" line) estimates
+  -- as ranked
+  local zl = p.search_space.dims.zero_stage
+  if s.zero_stage == nil and zl and #zl > 1 and (s.fsdp_degree or 1) == 1 then s.zero_stage = zl[1] end
   return p, ctx, inputs, s, M.defaulted_note(p.search_space.dims, given, s)
 end
 

@@ -152,7 +152,11 @@ M.RACK_JOB_GPUS = 64
 --- ZeRO stages each framework runs over plain data parallelism
 -- (rules/framework.lua): Megatron's distributed optimizer is ZeRO-1;
 -- TorchTitan and llm-foundry shard with FSDP only; DeepSpeed has 1-3.
-M.ZERO = { megatron = { 0, 1 }, fsdp2 = { 0 }, fsdp = { 0 }, deepspeed = { 0, 1, 2, 3 },
+-- Megatron's list starts with the distributed optimizer, which
+-- Megatron-Bridge's recipes train with (use_distributed_optimizer = True,
+-- recipes/*/*.py @ 067f987d): a dimension `estimate --strategy` leaves out
+-- takes the first value of its list.
+M.ZERO = { megatron = { 1, 0 }, fsdp2 = { 0 }, fsdp = { 0 }, deepspeed = { 0, 1, 2, 3 },
   automodel = { 0 } }
 --- ... and with Megatron-FSDP (training.fsdp_impl = "megatron_fsdp"),
 -- whose optim_grads is ZeRO-2 (megatron/core/distributed/fsdp).
@@ -306,11 +310,14 @@ M.CP_COMM = { megatron = { "p2p", "all_gather", "a2a" }, fsdp2 = { "all_gather" 
 -- lose that degree: the space then searches fill_last beside
 -- embedding_loss (fill_last is the even split wherever the degree divides
 -- the layers, and embedding_loss Megatron's rule where it divides L + 2),
--- "both"; else nil (Megatron's own rule).
+-- "both"; else nil (Megatron's own rule).  Not beside it for a hybrid
+-- Mamba model, whose stacks build their own split (Falcon-H1's parallel
+-- layers only num_layers / pp a rank: src/core/check.c).
 local function fill_last_split(framework, model, pp)
   local L = model.num_layers or 0
   if framework ~= "megatron" or L < 1 then return nil end
   if L % 2 == 1 then return { "fill_last" } end
+  if model.hybrid_layer_pattern then return nil end
   for _, p in ipairs(pp or {}) do
     if p > 1 and L % p ~= 0 and (L + 2) % p ~= 0 then return { "embedding_loss", "fill_last" } end
   end

@@ -194,14 +194,15 @@ end)
 
 describe("estimate --strategy with dimensions left out", function()
   it("says what it took for each dimension the policy searches over several values", function()
-    -- NVIDIA's Llama 3.1 405B degrees typed alone: zero_stage stays the
-    -- core's 0 (Adam unsharded), which the built policy would search with 1
+    -- NVIDIA's Llama 3.1 405B degrees typed alone: zero_stage takes the
+    -- built policy's first, the recipes' distributed optimizer (1), not
+    -- the core's 0 (Adam unsharded)
     local code, _, err = H.apsearch("estimate", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:128",
       "--strategy", "tp_degree=8,pp_degree=8,cp_degree=2,vpp_degree=8")
     assert.are.equal(1, code)
     assert.truthy(err:find("apsearch: note: not given with --strategy, so taken as: cp_comm_type=p2p (searched: "
       .. "p2p, all_gather, a2a); layer_recompute=none (searched: none, selective, full); micro_batch_size=1 "
-      .. "(searched: 1, 2); zero_stage=0 (searched: 0, 1)", 1, true), err)
+      .. "(searched: 1, 2); zero_stage=1 (searched: 1, 0)", 1, true), err)
     -- every dimension given, or -q: no note
     local _, _, e2 = H.apsearch("estimate", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:128", "-q",
       "--strategy", "tp_degree=8,pp_degree=8,cp_degree=2,vpp_degree=8")

@@ -266,7 +266,7 @@ describe("a policy without search_space", function()
     assert.is_true(r.all_candidate_summary.feasible > 0)
     local pol = policy.load(p)
     local dims = pol.search_space.dims
-    assert.are.same({ 0, 1 }, dims.zero_stage)
+    assert.are.same({ 1, 0 }, dims.zero_stage)
     assert.are.same({ 1, 2, 4, 8, 16 }, dims.pp_degree)
     assert.are.same({ 1, 2, 4 }, dims.vpp_degree)
     assert.are.same({ 1, 2 }, dims.cp_degree)

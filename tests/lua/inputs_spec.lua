@@ -252,7 +252,7 @@ describe("a policy without a search space", function()
     assert.are.equal(0, code, err)
     assert.truthy(err:find("apsearch: note: " .. p .. " has no search_space; searching the framework's full space: " ..
       "data_parallel = auto, tp_degree = {1, 2, 4}, cp_degree = {1}, pp_degree = {1, 2, 4}, vpp_degree = {1, 2, 4}, " ..
-      "fsdp_degree = {1, 2, 4}, zero_stage = {0, 1}, layer_recompute = {none, selective, full}, " ..
+      "fsdp_degree = {1, 2, 4}, zero_stage = {1, 0}, layer_recompute = {none, selective, full}, " ..
       "recompute_num_layers = {auto}, micro_batch_size = {1, 2}", 1, true), err)
     local r = json.decode(out)
     local full = r.all_candidate_summary.space_size

@@ -861,6 +861,10 @@ local function name_from_path(path)
   return base
 end
 
+-- The models llama_like read without num_key_value_heads (weak keys):
+-- from_config notes them, as the count moves with it.
+local KV_HEADS_DEFAULTED = setmetatable({}, { __mode = "k" })
+
 -- Llama family defaults: RMSNorm, RoPE, gated MLP, no biases.
 local function llama_like(r, cfg, file, opts)
   -- LlamaMLP and its copies apply ACT2FN[hidden_act] to the gate: only
@@ -881,6 +885,7 @@ local function llama_like(r, cfg, file, opts)
     tie_word_embeddings = r.bool("tie_word_embeddings", opts.tied or false),
   }
   m.num_query_groups = r.int("num_key_value_heads", m.num_attention_heads)
+  if not r.has("num_key_value_heads") then KV_HEADS_DEFAULTED[m] = true end
   if r.has("max_position_embeddings") then
     m.max_position_embeddings = r.int("max_position_embeddings")
   end
@@ -7640,6 +7645,12 @@ function M.from_config(cfg, source, name)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg, source) end
   local model = build(reader(cfg, source), cfg, source, notes, extra)
+  if KV_HEADS_DEFAULTED[model] and (model.num_attention_heads or 0) > 1 then
+    -- (LlamaConfig and its copies: num_key_value_heads None -> the heads)
+    note(notes, source, "num_key_value_heads is not in the config: read as num_attention_heads = %d (multi-head " ..
+      "attention), as transformers' class defaults it; a grouped-query model's config states it",
+      model.num_attention_heads)
+  end
   if not extra.own_numerics then model = numerics(model, cfg, source) end
   if M.ROUTER_FP32[mt] and (model.num_experts or 0) > 0 and (mt ~= "step3p5" or cfg.need_fp32_gate == true) then
     model.moe_router_fp32 = true

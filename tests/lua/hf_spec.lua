@@ -82,6 +82,22 @@ describe("hf.load on the shipped configs", function()
     }, m)
   end)
 
+  it("notes a num_key_value_heads left out, which LlamaConfig reads as the heads", function()
+    -- Llama-3.1-8B without the key: 32 K/V heads, k and v 4,096 x 4,096
+    -- instead of 4,096 x 1,024 each, 32 x 2 x 4,096 x 3,072 =
+    -- 805,306,368 more parameters (8,030,261,248 -> 8,835,567,616)
+    local cfg = require("cjson").decode(assert(io.open(ROOT .. "/examples/models/llama-3.1-8b.json")):read("a"))
+    local _, info = hf.from_config(cfg, "l.json")
+    for _, n in ipairs(info.notes) do assert.is_nil(n:find("num_key_value_heads", 1, true), n) end
+    cfg.num_key_value_heads = nil
+    local m
+    m, info = hf.from_config(cfg, "l.json")
+    assert.are.equal(32, m.num_query_groups)
+    assert.are.equal(8835567616, core.model_params(m).total)
+    assert.are.equal("l.json: num_key_value_heads is not in the config: read as num_attention_heads = 32 (multi-head " ..
+      "attention), as transformers' class defaults it; a grouped-query model's config states it", info.notes[1])
+  end)
+
   -- the real config.json of shared/models (the examples copy when the
   -- shared directory is absent): RoPE base, llama3 scaling and epsilon
   it("fills the RoPE and norm numerics of Llama-3.1-8B exactly", function()

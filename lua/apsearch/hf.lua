@@ -5962,7 +5962,6 @@ M.QWEN3_OMNI_TEXT_DEFAULTS = { vocab_size = 3584, hidden_size = 2048, intermedia
 function builders.qwen3_omni_moe_text(_, cfg, file)
   local c = with_defaults(cfg, M.QWEN3_OMNI_TEXT_DEFAULTS)
   c.use_sliding_window, c.sliding_window, c.max_window_layers, c.layer_types = false, nil, nil, nil
-  c.shared_expert_intermediate_size = nil
   return builders.qwen3_moe(reader(c, file), c, file)
 end
 
@@ -7325,18 +7324,19 @@ function M.text_key(mt)
 end
 
 --- The table of a wrapper's config that holds its text model's key (the
--- config itself, or the thinker_config of M.WRAPPER_TEXT_PATH), and
--- that key.
+-- config itself, or the thinker_config of M.WRAPPER_TEXT_PATH), that
+-- key, and the holder's path for messages ("" or "thinker_config.").
 -- @tparam table cfg config.json
 -- @param mt the wrapper's model_type
 -- @tparam string file for errors
 -- @treturn table the holder
 -- @treturn string the key of the text model in it
+-- @treturn string the holder's path, "" or ending in "."
 -- @raise `<file>: thinker_config: expected an object` for a holder that
 --   is not one
 function M.text_holder(cfg, mt, file)
   local path = type(mt) == "string" and M.WRAPPER_TEXT_PATH[mt]
-  if not path then return cfg, "text_config" end
+  if not path then return cfg, "text_config", "" end
   local t = cfg
   for i = 1, #path - 1 do
     t = t[path[i]]
@@ -7344,7 +7344,7 @@ function M.text_holder(cfg, mt, file)
       util.fail(file, table.concat(path, ".", 1, i), "expected an object", t)
     end
   end
-  return t, path[#path]
+  return t, path[#path], table.concat(path, ".", 1, #path - 1) .. "."
 end
 
 -- The text model of a wrapper of M.WRAPPER_TEXT_BY_CLASS as the config to
@@ -7496,9 +7496,8 @@ M.WRAPPED_TEXT_DEFAULTS = {
 
 local function read_wrapped(cfg, text, source, name)
   -- the wrapper's tie: its own, or the thinker's (M.WRAPPER_TEXT_PATH)
-  local holder = M.text_holder(cfg, cfg.model_type, source)
-  local tie_key = (holder == cfg and "" or (M.text_key(cfg.model_type):match("^(.*)%.[^.]*$") .. ".")) ..
-    "tie_word_embeddings"
+  local holder, _, at = M.text_holder(cfg, cfg.model_type, source)
+  local tie_key = at .. "tie_word_embeddings"
   if not is_null(holder.tie_word_embeddings) and type(holder.tie_word_embeddings) ~= "boolean" then
     util.fail(source, tie_key, "expected true or false", holder.tie_word_embeddings)
   end

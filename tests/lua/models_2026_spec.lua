@@ -837,6 +837,8 @@ describe("2025-26 families: refusals name what is not modelled", function()
         audio_config = { model_type = "qwen3_omni_moe_audio_encoder" } },
       talker_config = { text_config = { model_type = "qwen3_omni_moe_talker_text", num_experts = 128 } },
       code2wav_config = { num_quantizers = 16 } }
+    -- (each variant a deep copy: the nested thinker_config is shared otherwise)
+    local deep = require("apsearch.util").deepcopy
     local m, info = hf.from_config(omni, "omni.json")
     local want = qwen3_moe_counts(text)
     local c = core.model_params(m)
@@ -850,7 +852,7 @@ describe("2025-26 families: refusals name what is not modelled", function()
       1, true), info.notes[1])
     -- the attention has no window whatever the text_config says
     -- (Qwen3OmniMoeThinkerTextAttention sets sliding_window = None)
-    local swa = copy(omni)
+    local swa = deep(omni)
     local st = swa.thinker_config.text_config
     st.use_sliding_window, st.sliding_window, st.max_window_layers = true, 4096, 28
     assert.is_nil((hf.from_config(swa, "omni.json")).sliding_window)
@@ -859,15 +861,22 @@ describe("2025-26 families: refusals name what is not modelled", function()
     q.model_type, q.max_window_layers = "qwen3_moe", 28
     assert.are.equal(4096, (hf.from_config(q, "q.json")).sliding_window)
     -- errors name the path down to the text model
-    local bad = copy(omni)
+    local bad = deep(omni)
     bad.thinker_config.text_config.num_experts_per_tok = "8"
     assert.truthy(err_of(hf.from_config, bad, "omni.json"):find("^omni%.json: thinker_config%.text_config: " ..
       "num_experts_per_tok: "), err_of(hf.from_config, bad, "omni.json"))
-    bad = copy(omni)
+    bad = deep(omni)
     bad.thinker_config.text_config = nil
     assert.are.equal("omni.json: thinker_config.text_config: expected an object (got nothing)",
       err_of(hf.from_config, bad, "omni.json"))
-    bad = copy(omni)
+    -- the thinker's tie_word_embeddings stands in for the text_config's
+    bad = deep(omni)
+    bad.thinker_config.text_config.tie_word_embeddings, bad.thinker_config.tie_word_embeddings = nil, "yes"
+    assert.are.equal('omni.json: thinker_config.tie_word_embeddings: expected true or false (got "yes")',
+      err_of(hf.from_config, bad, "omni.json"))
+    bad.thinker_config.tie_word_embeddings = true
+    assert.is_true((hf.from_config(bad, "omni.json")).tie_word_embeddings)
+    bad = deep(omni)
     bad.thinker_config = "x"
     assert.are.equal('omni.json: thinker_config: expected an object (got "x")', err_of(hf.from_config, bad, "omni.json"))
   end)

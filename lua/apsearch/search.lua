@@ -1009,7 +1009,7 @@ function M.run(policy, opts)
     source, tostring(m.name), require("apsearch.format.common").params_note(m), cl.num_devices, device_name,
     cl.devices_per_node, require("apsearch.format.common").nvlink_domain_note(cl),
     tostring(tr.global_batch_size), tostring(tr.seq_length),
-    tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr))
+    tostring(tr.precision), tostring(tr.framework), require("apsearch.format.common").mtp_note(tr, m))
   -- a policy built from --model / --cluster: which defaults it chose, and why
   for _, line in ipairs(policy.defaults or {}) do L("%s", line) end
   for _, ov in ipairs(policy.overrides or {}) do

@@ -157,7 +157,7 @@ function M.format(est, inputs, stack)
     P("training  global batch %s sequences x %s tokens, %s, %s, %s%s%s",
       tostring(t.global_batch_size), tostring(t.seq_length), tostring(t.precision),
       tostring(t.optimizer), tostring(t.framework) .. (t.fsdp_impl == "megatron_fsdp" and " (Megatron-FSDP)" or ""),
-      common.mtp_note(t), M.stack_note(stack, c))
+      common.mtp_note(t, m), M.stack_note(stack, c))
     if est.recipe then P("recipe    %s", M.recipe_line(est.recipe, t)) end
   end
   local st = est.strategy or {}

@@ -560,13 +560,46 @@ end
 --- ", MTP D" for a training that trains D multi-token-prediction depths
 -- with the model (`training.mtp_num_layers`, Megatron --mtp-num-layers;
 -- docs/modeling.md "Multi-token prediction"), else "": the run, estimate
--- and report lines that describe the training name it.
+-- and report lines that describe the training name it.  Given the model,
+-- the parameters those depths add are said too, ", MTP D (+P parameters)":
+-- core.model_params counts the checkpoint's MTP modules apart from the
+-- model's total, and the trained depths are D copies of one depth's (one
+-- with `training.mtp_repeated_layer`, Megatron --mtp-use-repeated-layer,
+-- which builds one depth and runs it D times).
 -- @tparam table training normalized training table
+-- @tparam[opt] table model normalized model table
 -- @treturn string
-function M.mtp_note(training)
+function M.mtp_note(training, model)
   local d = training and training.mtp_num_layers or 0
-  if type(d) == "number" and d > 0 then return string.format(", MTP %d", d) end
-  return ""
+  if type(d) ~= "number" or d <= 0 then return "" end
+  local per = type(model) == "table" and M.mtp_depth_params(model)
+  if not per then return string.format(", MTP %d", d) end
+  local held = training.mtp_repeated_layer and 1 or d
+  return string.format(", MTP %d (+%s parameters)", d, M.billions(held * per))
+end
+
+--- Parameters of one multi-token-prediction depth of a model (its layer,
+-- the projection and norms of DeepSeek-V3's MTP module, and the embedding
+-- and output copies unless shared): core.model_params of the model with
+-- one checkpoint MTP module.
+-- @tparam table model normalized model table
+-- @treturn number|nil parameters; nil when the count cannot be taken
+function M.mtp_depth_params(model)
+  local one = {}
+  for k, v in pairs(model) do one[k] = v end
+  one.mtp_layers = 1
+  local ok, pc = pcall(require("apsearch.core").model_params, one)
+  if not ok or type(pc) ~= "table" or type(pc.mtp) ~= "number" then return nil end
+  return pc.mtp
+end
+
+--- A parameter count in billions with two decimals, or millions with one
+-- below a billion ("671.03B", "83.9M").
+-- @tparam number x parameters
+-- @treturn string
+function M.billions(x)
+  if x >= 1e9 then return string.format("%.2fB", x / 1e9) end
+  return string.format("%.1fM", x / 1e6)
 end
 
 --- " (P parameters)" or " (P parameters, A active)" of a model, in
@@ -578,10 +611,7 @@ end
 function M.params_note(model)
   local ok, pc = pcall(require("apsearch.core").model_params, model)
   if not ok or type(pc) ~= "table" or type(pc.total) ~= "number" then return "" end
-  local function n(x)
-    if x >= 1e9 then return string.format("%.2fB", x / 1e9) end
-    return string.format("%.1fM", x / 1e6)
-  end
+  local n = M.billions
   if pc.active and pc.active < pc.total then
     return string.format(" (%s parameters, %s active)", n(pc.total), n(pc.active))
   end

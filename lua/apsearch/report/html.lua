@@ -1003,7 +1003,7 @@ function M.render(result, opts)
   P(fact("cluster", string.format("%s x %s, %s per node%s", tostring(cl.num_devices), dev,
     tostring(cl.devices_per_node), common.nvlink_domain_note(cl))))
   P(fact("training", string.format("global batch %s x seq %s, %s, %s%s", tostring(tr.global_batch_size),
-    tostring(tr.seq_length), tostring(tr.precision), tostring(tr.framework), common.mtp_note(tr))))
+    tostring(tr.seq_length), tostring(tr.precision), tostring(tr.framework), common.mtp_note(tr, m))))
   local limit = data.memory_limit_bytes or M.memory_limit(result)
   P(fact("memory limit", limit and string.format("%.2f GiB", limit / 2 ^ 30) or "-"))
   P(fact("objective", tostring(inp.objective)))

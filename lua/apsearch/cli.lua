@@ -1307,8 +1307,12 @@ function M.defaulted_note(dims, given, s)
   local names = {}
   for dim, list in pairs(dims) do
     -- (under FSDP the sharding fixes zero_stage: derived too)
-    local derived = M.DERIVED_DIMS[dim] or (dim == "zero_stage" and (s.fsdp_degree or 1) > 1)
-    if #list > 1 and given[dim] == nil and not derived and not split[dim] then
+    local derived = M.DERIVED_DIMS[dim] or (dim == "zero_stage" and (s.fsdp_degree or s.hsdp_shard_degree or 1) > 1)
+    -- the split rule when no split is given and the stages are split by
+    -- it (pipeline_split; not stage_partition or layer_offset)
+    local split_taken = dim == "pipeline_split" and (s.pp_degree or 1) > 1 and s.pipeline_split ~= nil
+      and given.stage_partition == nil and given.layer_offset == nil
+    if #list > 1 and given[dim] == nil and not derived and (split_taken or not split[dim]) then
       names[#names + 1] = dim
     end
   end
@@ -1333,22 +1337,34 @@ function M.defaulted_note(dims, given, s)
   return "note: not given with --strategy, so taken as: " .. table.concat(parts, "; ")
 end
 
+--- The split rule `estimate` takes when --strategy gives none and the
+-- policy searches several (`search_space.pipeline_split`): the first of
+-- them the pipeline check passes for this strategy (ctx:check "pp": the
+-- core's split and Megatron's divisibility rule; the built Megatron space
+-- lists embedding_loss, then fill_last where some pipeline degree divides
+-- neither L nor L + 2, apsearch.defaults), so that a strategy typed from
+-- the table estimates as it was ranked.
+-- @tparam table ctx the policy's estimator context
+-- @tparam table list the searched rules, in the policy's order
+-- @tparam table s the completed strategy but its split
+-- @treturn string|nil the rule; nil when the check refuses every one
+function M.first_valid_split(ctx, list, s)
+  for _, rule in ipairs(list) do
+    local t = {}
+    for k, v in pairs(s) do t[k] = v end
+    t.pipeline_split = rule
+    local ok, pass = pcall(ctx.check, ctx, "pp", t, false)
+    if ok and pass == true then return rule end
+  end
+  return nil
+end
+
 -- fills what a --strategy leaves out as the search would: the framework's
--- split, the devices left over, the MoE defaults, FSDP resharding
-local function complete_strategy(s, inputs, split_given)
+-- split (the first of the policy's searched rules that splits the layers),
+-- the devices left over, the MoE defaults, FSDP resharding
+local function complete_strategy(s, inputs, split_given, dims, ctx)
   local space = require "apsearch.space"
   local fw = inputs.training.framework
-  if s.pipeline_split == nil and not split_given then
-    if space.shares_topk(inputs.model) and (s.pp_degree or 1) > 1 then
-      -- layers sharing their top-k: balanced within the chunks Megatron
-      -- accepts, as the search does (space.lua)
-      s.balance_stages = true
-    else
-      -- the framework's own split, as the search enumerates it (TorchTitan
-      -- counts the embedding and the loss; Megatron where layers do not divide)
-      s.pipeline_split = space.default_split(fw, inputs.model.num_layers, s.pp_degree or 1, s.vpp_degree or 1)
-    end
-  end
   local shard_fill = (fw == "fsdp2" or fw == "fsdp" or fw == "automodel") and s.fsdp_degree == nil and s.hsdp_shard_degree == nil
   if s.dp_degree == nil and s.hsdp_replicate_degree == nil then
     -- fill the cluster with the devices the strategy leaves: under PyTorch
@@ -1377,6 +1393,20 @@ local function complete_strategy(s, inputs, split_given)
     -- what the framework runs, as the search enumerates it
     s.reshard_after_forward = space.default_reshard(fw, s.fsdp_degree or 1, s.pp_degree or 1)
   end
+  if s.pipeline_split == nil and not split_given then
+    local pp, list = s.pp_degree or 1, dims.pipeline_split
+    if space.shares_topk(inputs.model) and pp > 1 then
+      -- layers sharing their top-k: balanced within the chunks Megatron
+      -- accepts, as the search does (space.lua)
+      s.balance_stages = true
+    elseif pp > 1 and list and #list > 1 then
+      s.pipeline_split = M.first_valid_split(ctx, list, s) or list[1]
+    else
+      -- the framework's own split, as the search enumerates it (TorchTitan
+      -- counts the embedding and the loss; Megatron where layers do not divide)
+      s.pipeline_split = space.default_split(fw, inputs.model.num_layers, pp, s.vpp_degree or 1)
+    end
+  end
 end
 
 -- the policy, context and strategy of `estimate [POLICY] --strategy ...`;
@@ -1400,7 +1430,8 @@ local function strategy_from_policy(opts)
     util.fail("--strategy", named[2], ("%s and %s both given: give one of them"):format(named[1], named[2]),
       given[named[2]])
   end
-  for _, note in ipairs(M.inherit_dims(p.search_space.dims, given)) do
+  local inherited = M.inherit_dims(p.search_space.dims, given)
+  for _, note in ipairs(inherited) do
     if not opts.quiet then util.log("apsearch: %s", util.printable(note)) end
   end
   local space = require "apsearch.space"
@@ -1411,15 +1442,17 @@ local function strategy_from_policy(opts)
   end
   local ctx = require("apsearch.search").context(p)
   local inputs = ctx:inputs()
-  complete_strategy(s, inputs, split_given)
+  complete_strategy(s, inputs, split_given, p.search_space.dims, ctx)
   -- a ZeRO stage left out takes the first the policy searches, not the
   -- core's 0: the built Megatron space lists the recipes' distributed
   -- optimizer first (apsearch.defaults ZERO), so a layout typed from the
   -- table (whose zero= sits on its "same for every row" line) estimates
   -- as ranked
   local zl = p.search_space.dims.zero_stage
-  if s.zero_stage == nil and zl and #zl > 1 and (s.fsdp_degree or 1) == 1 then s.zero_stage = zl[1] end
-  return p, ctx, inputs, s, M.defaulted_note(p.search_space.dims, given, s)
+  if s.zero_stage == nil and zl and #zl > 1 and (s.fsdp_degree or s.hsdp_shard_degree or 1) == 1 then
+    s.zero_stage = zl[1]
+  end
+  return p, ctx, inputs, s, M.defaulted_note(p.search_space.dims, given, s), inherited
 end
 
 --- The terminal's lines for launch files that build another job than the
@@ -1520,11 +1553,13 @@ end
 -- The notes of `estimate --format json` (its "notes" array; nil when
 -- none): every "note:" line stderr prints, without the prefix and
 -- whatever --quiet says -- the inputs' (input_notes), the dimensions
--- --strategy left out (`defaulted`) and the device count a model-shape
--- refusal also fails (`also`), in that order.
-local function estimate_notes(p, opts, defaulted, also)
+-- --strategy left out (`defaulted`; before it, `inherited`: the policy's
+-- split a --strategy split replaced, M.inherit_dims) and the device count
+-- a model-shape refusal also fails (`also`), in that order.
+local function estimate_notes(p, opts, defaulted, also, inherited)
   local lines = util.array()
   for _, w in ipairs(input_notes(p, opts, true)) do lines[#lines + 1] = (w:gsub("^note: ", "")) end
+  for _, w in ipairs(inherited or {}) do lines[#lines + 1] = (w:gsub("^note: ", "")) end
   if defaulted then lines[#lines + 1] = (defaulted:gsub("^note: ", "")) end
   if also then lines[#lines + 1] = also end
   return #lines > 0 and lines or nil
@@ -1549,11 +1584,11 @@ local function cmd_estimate(args)
   -- the policy, result, calibration or model read: never written over
   util.refuse_input_as_output("--trace", opts.trace, { n = 5, opts.POLICY or (not opts.from and default_policy()),
     opts.from, opts.from and util.join_path(opts.from, "result.json"), opts.calibration, opts.model })
-  local p, ctx, inputs, s, defaulted
+  local p, ctx, inputs, s, defaulted, inherited
   if opts.from then
     p, ctx, inputs, s = strategy_from_result(opts)
   else
-    p, ctx, inputs, s, defaulted = strategy_from_policy(opts)
+    p, ctx, inputs, s, defaulted, inherited = strategy_from_policy(opts)
   end
   local ok, est = pcall(ctx.estimate, ctx, s)
   if not ok then -- the core's "strategy.<field>" is what --strategy gave
@@ -1572,7 +1607,7 @@ local function cmd_estimate(args)
   if fmt == "json" then
     local json = require "apsearch.format.json"
     out(json.format({ schema_version = require("apsearch.search").schema_version, estimate = est,
-      notes = estimate_notes(p, opts, defaulted, also),
+      notes = estimate_notes(p, opts, defaulted, also, inherited),
       inputs = { policy = p.from_policy or p.file, model = inputs.model, cluster = inputs.cluster,
         training = inputs.training, overrides = p.overrides,
         stack = p.stack, calibration = p.calibration, from = p.from } }))

@@ -203,6 +203,17 @@ describe("estimate --strategy with dimensions left out", function()
     assert.truthy(err:find("apsearch: note: not given with --strategy, so taken as: cp_comm_type=p2p (searched: "
       .. "p2p, all_gather, a2a); layer_recompute=none (searched: none, selective, full); micro_batch_size=1 "
       .. "(searched: 1, 2); zero_stage=1 (searched: 1, 0)", 1, true), err)
+    -- sharded through HSDP's degrees: the sharding fixes the stage, as
+    -- with fsdp_degree (the policy's first, 1, is not taken: it was refused
+    -- with ZERO_STAGE_INVALID); HSDP without replication is refused for that
+    local c1, o1 = H.apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "-q",
+      "--strategy", "fsdp_degree=8")
+    local c2, o2 = H.apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "-q",
+      "--strategy", "hsdp_shard_degree=8")
+    assert.are.equal(0, c1, o1)
+    assert.are.equal(1, c2, o2)
+    assert.truthy(o2:find("zero_stage=0", 1, true), o2)
+    assert.truthy(o2:find("feasible  NO: HSDP_INVALID", 1, true), o2)
     -- every dimension given, or -q: no note
     local _, _, e2 = H.apsearch("estimate", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:128", "-q",
       "--strategy", "tp_degree=8,pp_degree=8,cp_degree=2,vpp_degree=8")
@@ -291,6 +302,36 @@ describe("a --strategy split and the policy's (issue 26)", function()
       "tp_degree=1,pp_degree=16,dp_degree=64,ep_degree=64,zero_stage=1,layer_recompute=full")
     assert.are.equal(0, code, err)
     assert.is_nil(err:find("replaces the policy's", 1, true), err)
+  end)
+
+  it("takes the first searched rule Megatron accepts: fill_last where 92 + 2 layers do not divide by 16", function()
+    -- GLM-4.5 (92 layers) on 512 H100: the built space searches
+    -- {embedding_loss, fill_last}; rank 1's degrees typed without a split
+    -- estimate as ranked (15 x 6 + 2), not refused for embedding_loss
+    local code, out, err = H.apsearch("estimate", "--model", "glm-4.5", "--cluster", "h100-sxm-80gb:64",
+      "--strategy", "dp_degree=16,tp_degree=2,pp_degree=16,ep_degree=8,etp_degree=1,micro_batch_size=1,"
+      .. "layer_recompute=full,recompute_num_layers=2")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("pipeline_split=fill_last", 1, true), out)
+    assert.truthy(err:find("pipeline_split=fill_last (searched: embedding_loss, fill_last)", 1, true), err)
+    -- pp 2: 94 divides by 2, so the first listed, embedding_loss, is taken
+    local _, out2 = H.apsearch("estimate", "--model", "glm-4.5", "--cluster", "h100-sxm-80gb:64", "-q",
+      "--strategy", "tp_degree=8,pp_degree=2,ep_degree=8,etp_degree=1,micro_batch_size=1,layer_recompute=full")
+    assert.truthy(out2:find("pipeline_split=embedding_loss", 1, true), out2)
+  end)
+
+  it("the JSON notes carry the note of a policy split a --strategy split replaced", function()
+    local cjson = require "cjson"
+    local _, out = H.apsearch("estimate", EX .. "deepseek_v3_h100_1024.lua", "--format", "json", "--strategy",
+      "tp_degree=1,pp_degree=16,dp_degree=64,ep_degree=64,zero_stage=1,layer_recompute=full,"
+      .. "stage_partition=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2")
+    local notes = cjson.decode(out).notes
+    local found
+    for _, n in ipairs(notes) do
+      found = found or n:find("^%-%-strategy stage_partition=3:4:4:4:4:4:4:4:4:4:4:4:4:4:4:2 replaces the "
+        .. "policy's pipeline_split = fill_last")
+    end
+    assert.truthy(found, table.concat(notes, "\n"))
   end)
 
   it("inherit_dims keeps a policy split when --strategy gives none", function()

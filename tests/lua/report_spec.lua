@@ -646,6 +646,9 @@ describe("the text table", function()
     assert.are.equal("-", ep({}))
     assert.are.equal("8", ep({ ep_degree = 8, etp_degree = 1 }))
     assert.are.equal("4 x etp 2", ep({ ep_degree = 4, etp_degree = 2 }))
+    -- under TP an expert TP of 1 is said: Megatron-Core (and `estimate`)
+    -- would take the TP degree for it
+    assert.are.equal("8 x etp 1", ep({ ep_degree = 8, etp_degree = 1, tp_degree = 2 }))
     -- a one-row table drops a column that is off ("-"), keeps the others
     local text = tbl.table_text({ top_k_strategies = { { rank = 1, dp_degree = 8, fsdp_degree = 1,
       tp_degree = 1, pp_degree = 1, cp_degree = 1, micro_batch_size = 1,

@@ -15,11 +15,15 @@ local RIGHT = { true, true, true, true, false, true, false, true, true, false, f
   false, true, false, true, true, false, true, true, true, true, false, false, true }
 
 -- the "ep" cell: expert parallelism of an MoE strategy, "8" or with expert
--- tensor parallelism "8 x etp 2"; "-" for a dense model
+-- tensor parallelism "8 x etp 2"; "-" for a dense model.  Under tensor
+-- parallelism the expert TP is said even at 1 ("8 x etp 1"): Megatron-Core
+-- defaults it to the TP degree, as `estimate` does, so a row typed back
+-- without it would estimate another layout
 local function ep_text(r)
   if r.ep_degree == nil then return "-" end
   local etp = r.etp_degree or 1
-  return tostring(r.ep_degree) .. (etp > 1 and (" x etp " .. tostring(etp)) or "")
+  local said = etp > 1 or (r.tp_degree or 1) > 1
+  return tostring(r.ep_degree) .. (said and (" x etp " .. tostring(etp)) or "")
 end
 
 -- the "dispatcher" cell: an MoE strategy's token dispatcher (Megatron

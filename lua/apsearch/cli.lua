@@ -1741,6 +1741,9 @@ local function cmd_inspect(args)
     source = info.source
   else
     local names = presets.all_model_names()
+    local hint = require("apsearch.policy").model_ref_hint(ref)
+    if hint then util.fail("inspect", "MODEL", "not a config.json path, a snapshot directory or a model preset; "
+      .. hint, ref) end
     util.fail("inspect", "MODEL", require("apsearch.suggest").problem("not a config.json path, a snapshot " ..
       "directory or a model preset", ref, names) .. " (known: " .. util.join(names) .. ")", ref)
   end

@@ -1111,13 +1111,20 @@ local function qwen_vl(r, cfg, file, notes)
 end
 builders.qwen2_vl, builders.qwen2_5_vl = qwen_vl, qwen_vl
 
-function builders.qwen3(r, cfg, file)
-  local m = qwen_window(llama_like(r, cfg, file, { head_dim = 128 }), r, cfg, file)
+-- Qwen3's layer; `head_dim` the class's default when the key is absent
+-- (Qwen3Config's 128; nil: hidden_size / num_attention_heads, what
+-- Qwen3MoeAttention's getattr(config, "head_dim", hidden_size //
+-- num_attention_heads) takes under Qwen3MoeConfig, which has no head_dim
+-- field: configuration_qwen3_moe.py @ 008e5743)
+local function qwen3_layer(r, cfg, file, head_dim)
+  local m = qwen_window(llama_like(r, cfg, file, { head_dim = head_dim }), r, cfg, file)
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
   m.qk_norm = true -- Qwen3Attention: q_norm, k_norm RMSNorm(head_dim)
   return m
 end
+
+function builders.qwen3(r, cfg, file) return qwen3_layer(r, cfg, file, 128) end
 
 --- transformers' activation names (ACT2FN) of a gated MLP -> the model
 -- field glu_activation: "gelu" is ACT2FN's exact (erf) GELUActivation,
@@ -1379,9 +1386,10 @@ builders.qwen2_moe = function(r, cfg, file)
   return m
 end
 
--- Qwen3-MoE: as qwen3 (q/k norms, head_dim), no shared expert.
+-- Qwen3-MoE: as qwen3 (q/k norms, head_dim; absent: hidden_size /
+-- num_attention_heads), no shared expert.
 builders.qwen3_moe = function(r, cfg, file)
-  local m = builders.qwen3(r, cfg, file)
+  local m = qwen3_layer(r, cfg, file, nil)
   return qwen_moe(m, r, cfg, file)
 end
 
@@ -7497,9 +7505,13 @@ M.WRAPPED_TEXT_DEFAULTS = {
 local function read_wrapped(cfg, text, source, name)
   -- the wrapper's tie: its own, or the thinker's (M.WRAPPER_TEXT_PATH)
   local holder, _, at = M.text_holder(cfg, cfg.model_type, source)
-  local tie_key = at .. "tie_word_embeddings"
-  if not is_null(holder.tie_word_embeddings) and type(holder.tie_word_embeddings) ~= "boolean" then
-    util.fail(source, tie_key, "expected true or false", holder.tie_word_embeddings)
+  -- (a top-level one the thinker's overrides is still the file's and
+  -- checked: PretrainedConfig reads it as a boolean)
+  for _, h in ipairs({ cfg, holder }) do
+    if not is_null(h.tie_word_embeddings) and type(h.tie_word_embeddings) ~= "boolean" then
+      util.fail(source, (h == cfg and "" or at) .. "tie_word_embeddings", "expected true or false",
+        h.tie_word_embeddings)
+    end
   end
   local t = {}
   for k, v in pairs(text) do t[k] = v end

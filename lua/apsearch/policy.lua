@@ -120,8 +120,28 @@ end
 -- @treturn table the import's info
 -- @raise `<ref>: cannot read config: no such file; did you mean ...?`,
 --   or hf.load's errors
+--- The model a reference that names nothing may have meant: a preset
+-- behind trailing slashes ("llama-3.1-8b/"), or a config file of the same
+-- name with ".json" ("ll31" beside ll31.json, written "./ll31.json" so
+-- that it reads as a path).
+-- @tparam string ref a --model / inspect / policy `model` value
+-- @treturn string|nil `did you mean ...?`, or nil
+function M.model_ref_hint(ref)
+  local trimmed = ref:gsub("/+$", "")
+  if trimmed ~= ref and trimmed ~= "" and presets.is_model(trimmed) and not lfs.attributes(trimmed) then
+    return ("did you mean the preset %q?"):format(trimmed)
+  end
+  if not ref:match("%.json$") and lfs.attributes(ref .. ".json", "mode") == "file" then
+    local path = ref:find("/", 1, true) and ref or ("./" .. ref)
+    return ("did you mean %q?"):format(path .. ".json")
+  end
+  return nil
+end
+
 function M.load_model_path(ref)
   if not lfs.attributes(ref) then
+    local hint = M.model_ref_hint(ref)
+    if hint then error(("%s: cannot read config: no such file; %s"):format(ref, hint), 0) end
     -- (by their stems: "nope.json" is not near "foo.json" for the ".json" they share)
     local stems, file_of = {}, {}
     local function stem(f) return (f:gsub("%.json$", "")) end
@@ -135,8 +155,7 @@ function M.load_model_path(ref)
     -- the path with ".json" (a file of that stem: no near miss, the
     -- name itself), or a preset's name with ".json"
     local bare = ref:match("^(.-)%.json$")
-    if lfs.attributes(ref .. ".json", "mode") == "file" then near = { string.format("%q", ref .. ".json") }
-    elseif bare and presets.is_model(bare) then near = { ("the preset %q"):format(bare) } end
+    if bare and presets.is_model(bare) then near = { ("the preset %q"):format(bare) } end
     near = #near > 0 and ("did you mean " .. table.concat(near, " or ") .. "?") or nil
     if near then error(("%s: cannot read config: no such file; %s"):format(ref, near), 0) end
   end
@@ -584,6 +603,8 @@ function Norm:model(v)
           M.files_beside(ref)), ref)
       end
       local all = presets.all_model_names()
+      local hint = M.model_ref_hint(ref)
+      if hint then self:fail(path, "unknown model preset; " .. hint, ref) end
       self:fail(path, suggest.problem("unknown model preset", ref, all) ..
         " (known: " .. util.join(all) .. "), or a config.json path",
         ref)

@@ -879,6 +879,21 @@ describe("2025-26 families: refusals name what is not modelled", function()
     bad = deep(omni)
     bad.thinker_config = "x"
     assert.are.equal('omni.json: thinker_config: expected an object (got "x")', err_of(hf.from_config, bad, "omni.json"))
+    -- a top-level tie_word_embeddings is checked too
+    bad = deep(omni)
+    bad.tie_word_embeddings = "yes"
+    assert.are.equal('omni.json: tie_word_embeddings: expected true or false (got "yes")',
+      err_of(hf.from_config, bad, "omni.json"))
+    -- head_dim absent: Qwen3MoeAttention's hidden_size / num_attention_heads
+    -- (2048 / 32 = 64; Qwen3OmniMoeTextConfig has no head_dim field), not
+    -- Qwen3Config's 128
+    local nohd = deep(omni)
+    nohd.thinker_config.text_config.head_dim = nil
+    local m64 = hf.from_config(nohd, "omni.json")
+    assert.are.equal(64, m64.head_dim or m64.hidden_size // m64.num_attention_heads)
+    local t64 = copy(nohd.thinker_config.text_config)
+    t64.head_dim = 64
+    assert.are.equal(qwen3_moe_counts(t64).total, core.model_params(m64).total)
   end)
 
   -- Qwen/Qwen3.5-35B-A3B (card: 35B total with its vision tower, 3B

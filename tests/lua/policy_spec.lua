@@ -102,6 +102,22 @@ describe("model names", function()
     raw.model = "llama-3.1-8b.json"
     assert.are.equal('llama-3.1-8b.json: cannot read config: no such file; did you mean the preset "llama-3.1-8b"?',
       err_of(norm, raw))
+    -- a preset's name with a trailing slash: the preset
+    raw.model = "llama-3.1-8b/"
+    assert.are.equal('llama-3.1-8b/: cannot read config: no such file; did you mean the preset "llama-3.1-8b"?',
+      err_of(norm, raw))
+    -- a bare name (read as a preset's) with a config of that name and
+    -- ".json" here: that file, as a path
+    local policy = require "apsearch.policy"
+    assert.are.equal('did you mean "' .. dir .. '/llama-3.1-8b.json"?', policy.model_ref_hint(dir .. "/llama-3.1-8b"))
+    local cwd = require("lfs").currentdir()
+    require("lfs").chdir(dir)
+    write(dir .. "/myllama.json", "{}")
+    local ok, e = pcall(norm, { model = "myllama", cluster = raw.cluster, training = raw.training })
+    require("lfs").chdir(cwd)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find('unknown model preset; did you mean "./myllama.json"?', 1, true), e)
+    assert.is_nil(policy.model_ref_hint("llama-3.1-8b"))
   end)
 end)
 

@@ -7502,6 +7502,13 @@ M.WRAPPED_TEXT_DEFAULTS = {
     sliding_window = 4096 },
 }
 
+--- What an MoE config of an unsupported type is told to do instead: the
+-- policy's model table takes the expert, shared-expert, dense-layer and
+-- MLA fields (docs/policy.md "model").
+M.MOE_TABLE_HINT = "write it as a policy's model table of its sizes (num_experts, experts_per_token, " ..
+  "moe_ffn_hidden_size, shared_expert_ffn_hidden_size, moe_first_dense_layers, MLA's q_lora_rank / kv_lora_rank; " ..
+  "docs/policy.md \"model\")"
+
 local function read_wrapped(cfg, text, source, name)
   -- the wrapper's tie: its own, or the thinker's (M.WRAPPER_TEXT_PATH)
   local holder, _, at = M.text_holder(cfg, cfg.model_type, source)
@@ -7610,12 +7617,12 @@ function M.from_config(cfg, source, name)
     local dym = type(mt) == "string" and (M.NOT_LIKE[mt] and "it is " .. M.NOT_LIKE[mt]
       or require("apsearch.suggest").did_you_mean(mt, M.moe_supported))
     error(string.format("NotImplemented: %s: MoE config (%s = %s) of model_type %s is not " ..
-      "modelled%s (supported MoE types: %s)", source, key, util.describe(n), util.describe(mt),
-      dym and ("; " .. dym) or "", util.join(M.moe_supported)), 0)
+      "modelled%s (supported MoE types: %s); %s", source, key, util.describe(n), util.describe(mt),
+      dym and ("; " .. dym) or "", util.join(M.moe_supported), M.MOE_TABLE_HINT), 0)
   end
   if not moe_ok and type(mt) == "string" and mt:lower():find("moe", 1, true) then
     error(string.format("NotImplemented: %s: MoE config (model_type = %q) is not modelled " ..
-      "(supported MoE types: %s)", source, mt, util.join(M.moe_supported)), 0)
+      "(supported MoE types: %s); %s", source, mt, util.join(M.moe_supported), M.MOE_TABLE_HINT), 0)
   end
   local all = {}
   for _, t in ipairs(M.supported) do all[#all + 1] = t end

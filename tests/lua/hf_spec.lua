@@ -435,7 +435,10 @@ describe("refusals", function()
     local path = tmpfile("jetmoe.json", cjson.encode(with(base,
       { model_type = "jetmoe", num_local_experts = 40, num_experts_per_tok = 8 })))
     assert.are.equal("NotImplemented: " .. path .. ": MoE config (num_local_experts = 40) of model_type " ..
-      "\"jetmoe\" is not modelled (supported MoE types: " .. table.concat(hf.moe_supported, ", ") .. ")", err_of(hf.load, path))
+      "\"jetmoe\" is not modelled (supported MoE types: " .. table.concat(hf.moe_supported, ", ") .. "); write it "
+      .. "as a policy's model table of its sizes (num_experts, experts_per_token, moe_ffn_hidden_size, "
+      .. "shared_expert_ffn_hidden_size, moe_first_dense_layers, MLA's q_lora_rank / kv_lora_rank; docs/policy.md "
+      .. "\"model\")", err_of(hf.load, path))
     -- a misspelt supported MoE type is suggested (gpt_os: gpt_oss)
     assert.truthy(err_of(hf.from_config, with(base, { model_type = "gpt_os", num_local_experts = 32 }), "g.json")
       :find('of model_type "gpt_os" is not modelled; did you mean "gpt_oss"? (supported MoE types: ', 1, true))

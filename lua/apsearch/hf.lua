@@ -861,6 +861,18 @@ local function name_from_path(path)
   return base
 end
 
+--- The number of KV heads a config class gives a config.json that leaves
+-- num_key_value_heads out, for the classes whose default is a number
+-- rather than the head count (transformers models/<type>/configuration_
+-- <type>.py @ 008e5743, phimoe and gpt_oss @ 040e1a7e / 02b8f42b, jamba @
+-- 008f5c8c, stablelm and lfm2 @ 05cd1ec1): read as that, with a note.
+-- The other llama-family classes take num_attention_heads
+-- (LlamaConfig: None -> the heads), said by the note of KV_HEADS_DEFAULTED.
+M.KV_HEADS_CLASS_DEFAULTS = { mistral = 8, ministral3 = 8, mixtral = 8, qwen2 = 32, qwen3 = 32, qwen2_moe = 16,
+  qwen3_moe = 4, qwen3_next = 2, phimoe = 8, gemma = 16, gemma2 = 4, exaone4 = 32, seed_oss = 8, dots1 = 32,
+  glm4_moe = 8, gpt_oss = 8, smollm3 = 4, stablelm = 32, jamba = 8, ernie4_5 = 2, ernie4_5_moe = 4,
+  minimax_m2 = 8, lfm2 = 8 }
+
 -- The models llama_like read without num_key_value_heads (weak keys):
 -- from_config notes them, as the count moves with it.
 local KV_HEADS_DEFAULTED = setmetatable({}, { __mode = "k" })
@@ -7662,6 +7674,12 @@ function M.from_config(cfg, source, name)
         or type(cfg.model_type) == "string" and cfg.model_type or util.describe(cfg.model_type), mt, as)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg, source) end
+  local kv_class = M.KV_HEADS_CLASS_DEFAULTS[mt]
+  if kv_class and is_null(cfg.num_key_value_heads) then
+    cfg = with_defaults(cfg, { num_key_value_heads = kv_class })
+    note(notes, source, "num_key_value_heads is not in the config: read as %d, the config class's default " ..
+      "(transformers configuration_%s.py); a model's own config states it", kv_class, mt)
+  end
   local model = build(reader(cfg, source), cfg, source, notes, extra)
   if KV_HEADS_DEFAULTED[model] and (model.num_attention_heads or 0) > 1 then
     -- (LlamaConfig and its copies: num_key_value_heads None -> the heads)

@@ -98,6 +98,27 @@ describe("hf.load on the shipped configs", function()
       "attention), as transformers' class defaults it; a grouped-query model's config states it", info.notes[1])
   end)
 
+  it("reads a left-out num_key_value_heads as the config class's number where it is one", function()
+    -- MistralConfig's 8 (configuration_mistral.py @ 008e5743), not the 32
+    -- heads: Mistral-7B-v0.1 without the key keeps its 7,241,732,096
+    local cfg = require("cjson").decode(assert(io.open(ROOT .. "/examples/models/mistral-7b-v0.1.json")):read("a"))
+    local full = core.model_params((hf.from_config(cfg, "m.json"))).total
+    assert.are.equal(7241732096, full)
+    cfg.num_key_value_heads = nil
+    local m, info = hf.from_config(cfg, "m.json")
+    assert.are.equal(8, m.num_query_groups)
+    assert.are.equal(full, core.model_params(m).total)
+    assert.are.equal("m.json: num_key_value_heads is not in the config: read as 8, the config class's default "
+      .. "(transformers configuration_mistral.py); a model's own config states it", info.notes[1])
+    -- Qwen3MoeConfig's 4 (@ 008e5743) for Qwen3-30B-A3B's 32 heads
+    local q = require("cjson").decode(assert(io.open(ROOT .. "/examples/models/qwen3-30b-a3b.json")):read("a"))
+    local want = core.model_params((hf.from_config(q, "q.json"))).total
+    q.num_key_value_heads = nil
+    local mq = hf.from_config(q, "q.json")
+    assert.are.equal(4, mq.num_query_groups)
+    assert.are.equal(want, core.model_params(mq).total)
+  end)
+
   -- the real config.json of shared/models (the examples copy when the
   -- shared directory is absent): RoPE base, llama3 scaling and epsilon
   it("fills the RoPE and norm numerics of Llama-3.1-8B exactly", function()

@@ -280,7 +280,8 @@ function M.cluster_size_note(spec, c)
       .. "(an NVLink domain across hosts is cluster.nvlink_domain_size)"):format(spec, g, fabric, d, board)
   end
   -- hosts smaller than the board: part of each, its NVLink domain that part
-  if board and g < board then
+  -- (one GPU in all: nothing joins it to another, nothing to say)
+  if board and g < board and c.num_devices > 1 then
     local joins = g == 1 and ("no %s between them: the network joins every GPU"):format(fabric)
       or ("%s joins those %d, the network the hosts"):format(fabric, g)
     return ("note: --cluster %s uses %d of each host's %d %s GPUs: %s"):format(spec, g, board, d, joins)
@@ -536,10 +537,42 @@ local function narrow_hosts(opts, dev, lo, hi, per, fit)
   return fit, lo
 end
 
+-- a cluster of one host using part of its board (h100:1x1): the fit
+-- probe's first step fills that host, doubling the GPUs it uses up to the
+-- board's (policy.HOST_GPUS) over NVLink, before it adds hosts over the
+-- network; the table M.fit_probe describes, or nil
+local function host_fit(opts, p, dev)
+  local cl = p.cluster
+  local per = cl.devices_per_node
+  local board = policy_mod.HOST_GPUS[(policy_mod.device_preset_name(dev) or dev):lower()]
+    or policy_mod.HOST_GPUS_DEFAULT
+  if cl.num_devices ~= per or per >= board then return nil end
+  local below = per
+  while per < board do
+    per = math.min(per * 2, board)
+    local ok, fit = pcall(probe_fit, opts, dev, 1, per)
+    if not ok then return nil end
+    if fit then
+      fit.not_on, fit.in_host = math.tointeger(below), true
+      return fit
+    end
+    below = per
+  end
+  return nil
+end
+
 -- fit_probe's search over host counts with the same framework: the table
 -- M.fit_probe describes without `framework`, or nil
 local function devices_fit(opts, p, result, dev)
   local search = require "apsearch.search"
+  -- more devices help only a strategy refused for its memory or for the
+  -- devices it needs: refused by the model's shapes or the framework's
+  -- rules alone (--fix tp_degree=16 on heads TP cannot divide), none is
+  -- probed
+  local refused = result.infeasible_summary or {}
+  if not (refused.MEMORY_LIMIT or refused.DEVICE_COUNT) then return nil end
+  local in_host = host_fit(opts, p, dev)
+  if in_host then return in_host end
   local h, per, need = probe_start(p, result)
   local below = h // 2
   if below >= need and below * per < p.cluster.num_devices then
@@ -594,7 +627,11 @@ end
 -- and below the core's 2^24 devices, then bisecting the host count between
 -- the first doubling that fits and the count below it without a fit (the
 -- last doubling tried, else the run's own hosts or the fewest that hold
--- the model states): that cluster's top strategy.
+-- the model states): that cluster's top strategy.  A cluster of one host
+-- using part of its board first doubles the GPUs it uses (`in_host`).
+-- No more devices are probed when no strategy was refused for its memory
+-- or its device count (MEMORY_LIMIT, DEVICE_COUNT): the model's shapes or
+-- the framework's rules refused them, which more devices do not change.
 -- @tparam table opts parsed options of `run`
 -- @tparam table p the policy searched
 -- @tparam table result its result (no feasible strategy)
@@ -603,6 +640,7 @@ end
 --   step_time, not_on}` (not_on: the devices one host below, known
 --   without a fit: probed, the run's own, or fewer than hold the model
 --   states (report.html min_devices); nil when that is no host),
+--   `in_host = true` when the host's GPUs were doubled (host_fit),
 --   `{tried, cluster, launch_differs = true}` when a probe's strategies
 --   fit but the --launchable file builds none of them (no more hosts
 --   tried), nil when a probe fails (a rule's error, said on stderr), `{tried, cluster}`, or `{}` when even the

@@ -619,15 +619,30 @@ describe("when nothing fits", function()
     assert.truthy(top:find("  " .. step .. "  ", 1, true), step .. "\n" .. top)
   end)
 
-  it("stops doubling the hosts at the core's 2^24 devices (it failed with exit 2 naming a cluster never given)",
-    function()
+  it("probes no more devices when no strategy was refused for its memory or device count (a new user's "
+    .. "--fix tp_degree=16 was probed up to 4,096 devices)", function()
+    -- 8B on 800,000 H100: the batch and divisibility rules refuse every
+    -- strategy (it probed up to the core's 2^24 devices before); 70B with
+    -- TP 16, which its 8 KV heads do not divide
     local code, out, err = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:100000")
     assert.are.equal(1, code, err)
     assert.are.equal("", err)
-    -- no strategy of that size is over a memory limit: the rules refused them all
-    assert.truthy(out:find("\nno fit up to 8,388,608 devices (h100-sxm-80gb:1048576x8) with the same defaults, on the "
-      .. "host counts tried (doubled;\n  counts between them were not); no strategy here was over a memory limit: the "
-      .. "rules in the filter reasons refused them\n  all\n", 1, true), out)
+    assert.truthy(out:find("no feasible strategy", 1, true), out)
+    assert.is_nil(out:find("no fit up to", 1, true), out)
+    assert.is_nil(out:find("fits on", 1, true), out)
+    local _, out2 = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8", "--fix",
+      "tp_degree=16")
+    assert.truthy(out2:find("TP_DIVISIBILITY", 1, true), out2)
+    assert.is_nil(out2:find("no fit up to", 1, true), out2)
+  end)
+
+  it("fills a host of part of its board before adding hosts: 8B on one H100 fits on h100:1x2, not 3 hosts of 1",
+    function()
+    local _, out, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100:1x1")
+    -- one GPU: no note about what joins it to others
+    assert.is_nil(err:find("NVLink", 1, true), err)
+    assert.truthy(out:find("fits on 2 devices (h100-sxm-80gb:1x2, not on 1; the same defaults, the host's GPUs "
+      .. "doubled): ", 1, true), out)
   end)
   it("says the doublings are all it tried: a count of 3 hosts is never probed (a breaker's --fix fsdp_degree=12)",
     function()

@@ -779,8 +779,9 @@ function M.fit_probe_text(result)
       f.strategy, f.step_time)
   elseif fp.devices then
     local below = fp.not_on and string.format(", not on %s", M.commas(fp.not_on)) or ""
-    parts[#parts + 1] = string.format("fits on %s devices (%s%s; the same defaults, host counts doubled, then "
-      .. "bisected): %s, step %.3f s", M.commas(fp.devices), fp.cluster, below, fp.strategy, fp.step_time)
+    local how = fp.in_host and "the host's GPUs doubled" or "host counts doubled, then bisected"
+    parts[#parts + 1] = string.format("fits on %s devices (%s%s; the same defaults, %s): %s, step %.3f s",
+      M.commas(fp.devices), fp.cluster, below, how, fp.strategy, fp.step_time)
   elseif fp.tried and fp.launch_differs then
     parts[#parts + 1] = string.format("no fit on %s devices (%s) with the same defaults: strategies fit there, but "
       .. "the --launchable file builds none of them as estimated (LAUNCH_DIFFERS); more hosts were not tried",

@@ -712,6 +712,14 @@ function Norm:device(v, path)
     if not preset then
       local names = {}
       for i, d in ipairs(core.device_presets()) do names[i] = d.name end
+      -- a cluster spec without its colon ("h100x8", "h100-8"): the device
+      -- and count it meant, in the spec's form
+      -- (at most a rack's 72: "h100-80" is more likely the memory)
+      local dev, n = v:match("^(.-)[xX%-_ ](%d+)$")
+      if dev and M.device_preset_name(dev) and tonumber(n) <= 72 then
+        self:fail(path, ("unknown device preset; did you mean the cluster %q (DEVICE:NODES[xGPUS]: %s GPUs in one "
+          .. "host)?"):format(dev .. ":1x" .. n, n), v)
+      end
       self:fail(path, (no_preset_problem(v) or suggest.problem("unknown device preset", v, names)) ..
         " (known: " .. table.concat(names, ", ") .. ")", v)
     end

@@ -358,6 +358,10 @@ describe("apsearch command line habits", function()
       :find('or a model preset; did you mean "llama-3.1-405b"?', 1, true))
     assert.truthy(err_line(apsearch("run", "--cluster", "h100-sxm:2"))
       :find('unknown device preset; did you mean "h100-sxm-80gb"?', 1, true))
+    -- a cluster spec without its colon: the spec meant
+    assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100x8"))
+      :find('unknown device preset; did you mean the cluster "h100:1x8" (DEVICE:NODES[xGPUS]: 8 GPUs in one host)? '
+        .. '(got "h100x8")', 1, true))
     assert.truthy(err_line(apsearch("run", "--set", "training.framework=megatorn"))
       :find('did you mean "megatron"?', 1, true))
     assert.truthy(err_line(apsearch("run", "--format", "jsn")):find('did you mean "json"?', 1, true))

@@ -862,7 +862,7 @@ local function name_from_path(path)
 end
 
 --- The number of KV heads a config class gives a config.json that leaves
--- num_key_value_heads out, for the classes whose default is a number
+-- num_key_value_heads out (absent, not null), for the classes whose default is a number
 -- rather than the head count (transformers models/<type>/configuration_
 -- <type>.py @ 008e5743, phimoe and gpt_oss @ 040e1a7e / 02b8f42b, jamba @
 -- 008f5c8c, stablelm and lfm2 @ 05cd1ec1): read as that, with a note.
@@ -7675,7 +7675,9 @@ function M.from_config(cfg, source, name)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg, source) end
   local kv_class = M.KV_HEADS_CLASS_DEFAULTS[mt]
-  if kv_class and is_null(cfg.num_key_value_heads) then
+  -- (left out only: a null one is the class's None, which the classes
+  -- that handle it read as num_attention_heads)
+  if kv_class and cfg.num_key_value_heads == nil then
     cfg = with_defaults(cfg, { num_key_value_heads = kv_class })
     note(notes, source, "num_key_value_heads is not in the config: read as %d, the config class's default " ..
       "(transformers configuration_%s.py); a model's own config states it", kv_class, mt)

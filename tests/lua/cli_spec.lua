@@ -256,9 +256,11 @@ describe("apsearch binary", function()
       assert.are.equal("note: --cluster h100-sxm-80gb:4x1 uses 1 of each host's 8 h100-sxm-80gb GPUs: no NVLink "
         .. "between them: the network joins every GPU",
         cli.cluster_note("h100-sxm-80gb:4x1", policy.parse_cluster_spec("h100-sxm-80gb:4x1")))
-      -- the count read as a number (01 is 1), AMD's parts by their fabric
-      assert.truthy(cli.cluster_note("h100-sxm-80gb:1x01", policy.parse_cluster_spec("h100-sxm-80gb:1x01")):find(
+      -- the count read as a number (01 is 1), AMD's parts by their fabric;
+      -- one GPU in all: nothing joins it to another, no note
+      assert.truthy(cli.cluster_note("h100-sxm-80gb:2x01", policy.parse_cluster_spec("h100-sxm-80gb:2x01")):find(
         "uses 1 of each host's 8 h100-sxm-80gb GPUs: no NVLink between them", 1, true))
+      assert.is_nil(cli.cluster_note("h100-sxm-80gb:1x01", policy.parse_cluster_spec("h100-sxm-80gb:1x01")))
       assert.are.equal("note: --cluster mi300x-192gb:1x4 uses 4 of each host's 8 mi300x-192gb GPUs: Infinity Fabric "
         .. "joins those 4, the network the hosts",
         cli.cluster_note("mi300x-192gb:1x4", policy.parse_cluster_spec("mi300x-192gb:1x4")))

@@ -1397,9 +1397,10 @@ function M.first_valid_split(ctx, list, s)
   return nil
 end
 
--- fills what a --strategy leaves out as the search would: the framework's
--- split (the first of the policy's searched rules that splits the layers),
--- the devices left over, the MoE defaults, FSDP resharding
+-- fills what a --strategy leaves out as the search would: the devices
+-- left over, the MoE defaults, FSDP resharding, the policy's first ZeRO
+-- stage, the split (the first of the policy's searched rules the pipeline
+-- check passes, else the framework's)
 local function complete_strategy(s, inputs, split_given, dims, ctx)
   local space = require "apsearch.space"
   local fw = inputs.training.framework
@@ -1430,6 +1431,15 @@ local function complete_strategy(s, inputs, split_given, dims, ctx)
   if s.reshard_after_forward == nil then
     -- what the framework runs, as the search enumerates it
     s.reshard_after_forward = space.default_reshard(fw, s.fsdp_degree or 1, s.pp_degree or 1)
+  end
+  -- a ZeRO stage left out takes the first the policy searches, not the
+  -- core's 0: the built Megatron space lists the recipes' distributed
+  -- optimizer first (apsearch.defaults ZERO), so a layout typed from the
+  -- table (whose zero= sits on its "same for every row" line) estimates
+  -- as ranked; under FSDP the sharding fixes it
+  local zl = dims.zero_stage
+  if s.zero_stage == nil and zl and #zl > 1 and (s.fsdp_degree or s.hsdp_shard_degree or 1) == 1 then
+    s.zero_stage = zl[1]
   end
   if s.pipeline_split == nil and not split_given then
     local pp, list = s.pp_degree or 1, dims.pipeline_split
@@ -1481,15 +1491,6 @@ local function strategy_from_policy(opts)
   local ctx = require("apsearch.search").context(p)
   local inputs = ctx:inputs()
   complete_strategy(s, inputs, split_given, p.search_space.dims, ctx)
-  -- a ZeRO stage left out takes the first the policy searches, not the
-  -- core's 0: the built Megatron space lists the recipes' distributed
-  -- optimizer first (apsearch.defaults ZERO), so a layout typed from the
-  -- table (whose zero= sits on its "same for every row" line) estimates
-  -- as ranked
-  local zl = p.search_space.dims.zero_stage
-  if s.zero_stage == nil and zl and #zl > 1 and (s.fsdp_degree or s.hsdp_shard_degree or 1) == 1 then
-    s.zero_stage = zl[1]
-  end
   return p, ctx, inputs, s, M.defaulted_note(p.search_space.dims, given, s), inherited
 end
 
@@ -1769,17 +1770,15 @@ local function cmd_inspect(args)
   if helped then return 0 end
   local fmt = check_format("inspect", opts.format, { "table", "json" }) or "table"
   local presets = require "apsearch.presets"
-  local hf = require "apsearch.hf"
   local ref, model, source, info = installed_example(opts.MODEL) or opts.MODEL, nil, nil, nil
-  local is_dir = select(2, hf.config_path(ref))
-  if ref:find("/", 1, true) or ref:match("%.json$") or (is_dir and not presets.is_model(ref)) then
-    model, source, info = require("apsearch.policy").load_model_path(ref)
+  if policy_mod.pathish(ref) then
+    model, source, info = policy_mod.load_model_path(ref)
   elseif presets.is_model(ref) then
     model, info = presets.model(ref)
     source = info.source
   else
     local names = presets.all_model_names()
-    local hint = require("apsearch.policy").model_ref_hint(ref)
+    local hint = policy_mod.model_ref_hint(ref)
     if hint then util.fail("inspect", "MODEL", "not a config.json path, a snapshot directory or a model preset; "
       .. hint, ref) end
     util.fail("inspect", "MODEL", require("apsearch.suggest").problem("not a config.json path, a snapshot " ..

@@ -7686,7 +7686,7 @@ function M.from_config(cfg, source, name)
   if KV_HEADS_DEFAULTED[model] and (model.num_attention_heads or 0) > 1 then
     -- (LlamaConfig and its copies: num_key_value_heads None -> the heads)
     note(notes, source, "num_key_value_heads is not in the config: read as num_attention_heads = %d (multi-head " ..
-      "attention), as transformers' class defaults it; a grouped-query model's config states it",
+      "attention), as LlamaConfig reads None; a grouped-query model's config states it",
       model.num_attention_heads)
   end
   if not extra.own_numerics then model = numerics(model, cfg, source) end

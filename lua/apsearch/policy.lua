@@ -110,16 +110,6 @@ function M.files_beside(path)
   return names
 end
 
---- Loads a model from a config.json path or a snapshot directory
--- (apsearch.hf.load).  A path that is not there is refused naming the
--- nearest file names beside it (by their stems), the path with ".json"
--- when that file exists, or the preset a name with ".json" is.
--- @tparam string ref the path
--- @treturn table model
--- @treturn string the config.json read
--- @treturn table the import's info
--- @raise `<ref>: cannot read config: no such file; did you mean ...?`,
---   or hf.load's errors
 --- The model a reference that names nothing may have meant: a preset
 -- behind trailing slashes ("llama-3.1-8b/"), or a config file of the same
 -- name with ".json" ("ll31" beside ll31.json, written "./ll31.json" so
@@ -138,6 +128,17 @@ function M.model_ref_hint(ref)
   return nil
 end
 
+--- Loads a model from a config.json path or a snapshot directory
+-- (apsearch.hf.load).  A path that is not there is refused with what it
+-- may have meant (M.model_ref_hint: a preset behind trailing slashes, the
+-- path with ".json"), else the preset a name with ".json" is, else the
+-- nearest file names beside it (by their stems).
+-- @tparam string ref the path
+-- @treturn table model
+-- @treturn string the config.json read
+-- @treturn table the import's info
+-- @raise `<ref>: cannot read config: no such file; did you mean ...?`,
+--   or hf.load's errors
 function M.load_model_path(ref)
   if not lfs.attributes(ref) then
     local hint = M.model_ref_hint(ref)
@@ -152,8 +153,7 @@ function M.load_model_path(ref)
     end
     local near = suggest.closest(stem(ref:match("[^/]*$")), stems)
     for i, n in ipairs(near) do near[i] = string.format("%q", file_of[n]) end
-    -- the path with ".json" (a file of that stem: no near miss, the
-    -- name itself), or a preset's name with ".json"
+    -- a preset's name with ".json": the preset, not a near file
     local bare = ref:match("^(.-)%.json$")
     if bare and presets.is_model(bare) then near = { ("the preset %q"):format(bare) } end
     near = #near > 0 and ("did you mean " .. table.concat(near, " or ") .. "?") or nil
@@ -163,10 +163,16 @@ function M.load_model_path(ref)
   return m, (hf.config_path(ref)), i
 end
 
+--- Whether a model reference is read as a path (M.load_model_path) rather
+-- than a preset's name: it has a "/", ends in ".json", or is a directory
+-- (a snapshot) that no preset is named as.
+-- @param s the reference
+-- @treturn boolean
 local function pathish(s)
   return type(s) == "string" and (s:find("/", 1, true) ~= nil or s:match("%.json$") ~= nil
     or (lfs.attributes(s, "mode") == "directory" and not presets.is_model(s)))
 end
+M.pathish = pathish
 
 --------------------------------------------------------------------- helpers
 

@@ -95,7 +95,7 @@ describe("hf.load on the shipped configs", function()
     assert.are.equal(32, m.num_query_groups)
     assert.are.equal(8835567616, core.model_params(m).total)
     assert.are.equal("l.json: num_key_value_heads is not in the config: read as num_attention_heads = 32 (multi-head " ..
-      "attention), as transformers' class defaults it; a grouped-query model's config states it", info.notes[1])
+      "attention), as LlamaConfig reads None; a grouped-query model's config states it", info.notes[1])
   end)
 
   it("reads a left-out num_key_value_heads as the config class's number where it is one", function()

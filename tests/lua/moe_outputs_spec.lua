@@ -42,22 +42,23 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.are.equal("", common.mtp_note({ mtp_num_layers = 0 }))
     assert.are.equal("", common.mtp_note({}))
     -- with the model, the trained depths' parameters: one DeepSeek-V3 MTP
-    -- depth (its checkpoint's model.layers.61) is an MoE layer (MLA
-    -- 187,107,328 + norms 14,336 + 256 experts and a shared one of
-    -- 3 x 7168 x 2048, router 256 x 7168 and its bias 256: 11,507,286,272),
-    -- enorm, hnorm and shared_head.norm (3 x 7168), eh_proj (2 x 7168^2)
-    -- and its embedding and head copies (2 x 129,280 x 7168):
-    -- 13,463,426,304; two depths twice that, a repeated layer once
+    -- depth is an MoE layer (MLA 187,107,328 + norms 14,336 + 256 experts
+    -- and a shared one of 3 x 7168 x 2048, router 256 x 7168 and its bias
+    -- 256: 11,507,286,272), enorm, hnorm and the final norm (3 x 7168) and
+    -- eh_proj (2 x 7168^2): 11,610,068,224; Megatron runs the model's own
+    -- embedding and output layer (the checkpoint's model.layers.61 also
+    -- stores copies, 2 x 129,280 x 7168 more); two depths twice that, a
+    -- repeated layer once
     local m = result.inputs.model
-    assert.are.equal(13463426304, common.mtp_depth_params(m))
-    assert.are.equal(", MTP 1 (+13.46B parameters)", common.mtp_note({ mtp_num_layers = 1 }, m))
-    assert.are.equal(", MTP 2 (+26.93B parameters)", common.mtp_note({ mtp_num_layers = 2 }, m))
-    assert.are.equal(", MTP 2 (+13.46B parameters)",
+    assert.are.equal(11610068224, common.mtp_depth_params(m))
+    assert.are.equal(", MTP 1 (+11.61B parameters)", common.mtp_note({ mtp_num_layers = 1 }, m))
+    assert.are.equal(", MTP 2 (+23.22B parameters)", common.mtp_note({ mtp_num_layers = 2 }, m))
+    assert.are.equal(", MTP 2 (+11.61B parameters)",
       common.mtp_note({ mtp_num_layers = 2, mtp_repeated_layer = true }, m))
     assert.are.equal(", 256 experts top-8", common.experts_note({ num_experts = 256, experts_per_token = 8 }))
     assert.are.equal("", common.experts_note({ num_experts = 0 }))
     -- the search log's first line
-    assert.truthy(result.search_log[1]:find("megatron, MTP 1 (+13.46B parameters)", 1, true), result.search_log[1])
+    assert.truthy(result.search_log[1]:find("megatron, MTP 1 (+11.61B parameters)", 1, true), result.search_log[1])
   end)
 
   it("shows the MTP layer on the last pipeline stage of the report, and MTP and experts in its header", function()
@@ -72,7 +73,7 @@ describe("multi-token prediction and experts in the outputs", function()
     assert.are.equal("60 +1 MTP", last.layers)
     assert.are.equal("56-59", d.topk[1].stages[15].layers)
     local page = html.render(result)
-    assert.truthy(page:find("bf16, megatron, MTP 1 (+13.46B parameters)", 1, true))
+    assert.truthy(page:find("bf16, megatron, MTP 1 (+11.61B parameters)", 1, true))
     assert.truthy(page:find("hidden 7168, 256 experts top-8", 1, true))
     assert.truthy(page:find("<td>60 +1 MTP</td>", 1, true))
   end)
@@ -194,7 +195,7 @@ describe("multi-token prediction and experts in the outputs", function()
       "--strategy", "tp_degree=1,pp_degree=16,ep_degree=8,zero_stage=1,layer_offset=balanced,"
       .. "layer_recompute=selective,recompute_modules=mla_up_proj/mlp/moe")
     assert.are.equal(0, code, out)
-    assert.truthy(out:find("training  global batch 8192 sequences x 4096 tokens, bf16, adamw, megatron, MTP 1 (+13.46B parameters); stack",
+    assert.truthy(out:find("training  global batch 8192 sequences x 4096 tokens, bf16, adamw, megatron, MTP 1 (+11.61B parameters); stack",
       1, true), out)
     assert.truthy(out:find("recompute_modules=mla_up_proj/mlp/moe", 1, true), out)
     assert.truthy(out:find("+1 MTP", 1, true), out)

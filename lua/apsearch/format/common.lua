@@ -562,10 +562,9 @@ end
 -- docs/modeling.md "Multi-token prediction"), else "": the run, estimate
 -- and report lines that describe the training name it.  Given the model,
 -- the parameters those depths add are said too, ", MTP D (+P parameters)":
--- core.model_params counts the checkpoint's MTP modules apart from the
--- model's total, and the trained depths are D copies of one depth's (one
--- with `training.mtp_repeated_layer`, Megatron --mtp-use-repeated-layer,
--- which builds one depth and runs it D times).
+-- D copies of one depth's (M.mtp_depth_params; one with
+-- `training.mtp_repeated_layer`, Megatron --mtp-use-repeated-layer, which
+-- builds one depth and runs it D times).
 -- @tparam table training normalized training table
 -- @tparam[opt] table model normalized model table
 -- @treturn string
@@ -578,16 +577,20 @@ function M.mtp_note(training, model)
   return string.format(", MTP %d (+%s parameters)", d, M.billions(held * per))
 end
 
---- Parameters of one multi-token-prediction depth of a model (its layer,
--- the projection and norms of DeepSeek-V3's MTP module, and the embedding
--- and output copies unless shared): core.model_params of the model with
--- one checkpoint MTP module.
+--- Parameters one trained multi-token-prediction depth adds to a model as
+-- Megatron-LM builds it: its layer, enorm, hnorm, eh_proj and final norm,
+-- and no embedding or output copy -- the MTP block runs the model's own
+-- (gpt_model.py @ d98e8a64 l.173-174: the last stage's embedding, built
+-- for mtp_process, is the tied copy of the model's; l.724-767 pass
+-- embedding= and output_layer= to the MTP block), unlike a checkpoint's
+-- modules, which may store both (DeepSeek-V3's model.layers.61).
+-- core.model_params of the model with one MTP module, shared embeddings.
 -- @tparam table model normalized model table
 -- @treturn number|nil parameters; nil when the count cannot be taken
 function M.mtp_depth_params(model)
   local one = {}
   for k, v in pairs(model) do one[k] = v end
-  one.mtp_layers = 1
+  one.mtp_layers, one.mtp_shared_embeddings = 1, true
   local ok, pc = pcall(require("apsearch.core").model_params, one)
   if not ok or type(pc) ~= "table" or type(pc.mtp) ~= "number" then return nil end
   return pc.mtp

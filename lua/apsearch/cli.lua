@@ -1207,44 +1207,56 @@ end
 
 ------------------------------------------------------------------- estimate
 
---- Parses `--strategy` text: `KEY=VALUE` pairs separated by commas; array
--- values (stage_partition, layer_offset, per-stage recompute_num_layers)
--- separated by colons, e.g. `pp_degree=4,stage_partition=7:8:8:9`.
+--- Parses `--strategy` text: `KEY=VALUE` pairs separated by commas (or
+-- spaces, in one quoted argument); array values (stage_partition,
+-- layer_offset, per-stage recompute_num_layers) separated by colons, e.g.
+-- `pp_degree=4,stage_partition=7:8:8:9`.  A key is a strategy field, an
+-- HSDP alias, or the short name the run's lines print
+-- (search.SHORT_FIELDS: `dp=4 tp=8 sp=on mbs=1 recompute=none`); `on` /
+-- `off` are true / false for on-off fields.
 -- @tparam table list array of `--strategy` option strings
 -- @treturn table strategy fields (canonical names, checked values)
 -- @raise `--strategy: <field>: <problem> (got <value>)`
 function M.parse_strategy(list)
   local s = {}
+  local short = require("apsearch.search").SHORT_FIELDS
   for _, text in ipairs(list) do
-    for item in (text .. ","):gmatch("([^,]*),") do
-      if item:match("%S") then
-        local k, v = item:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
-        if not k then util.fail("--strategy", "(syntax)", "expected KEY=VALUE", item) end
-        local name = schema.strategy_aliases[k] or k
-        local kind = schema.strategy[name]
-        if not kind then
-          util.fail("--strategy", k, require("apsearch.suggest").unknown("unknown strategy field", k,
-            schema.dimensions), v)
-        end
-        local value
-        -- recompute_modules joins its modules with '/' (Megatron's list);
-        -- ':' is the per-stage separator of the array fields
-        if name == "recompute_modules" and v:find(":", 1, true) then
-          util.fail("--strategy", k, "expected module names joined by '/' (e.g. mlp/core_attn), not ':'", v)
-        end
-        if v:find(":", 1, true) then
-          value = {}
-          for part in v:gmatch("[^:]+") do value[#value + 1] = util.parse_scalar(part) end
-        else
-          value = util.parse_scalar(v)
-        end
-        -- an HSDP alias stays an alias: the core then requires both degrees > 1
-        local key = schema.strategy_aliases[k] and k or name
-        if s[key] ~= nil then util.fail("--strategy", k, "given twice", v) end
-        s[key] = schema.check_value(kind, value, function(problem, got)
-          util.fail("--strategy", k, problem, got)
-        end)
+    -- "k = v" stays one pair; then commas and spaces separate pairs
+    text = text:gsub("%s*=%s*", "=")
+    for item in text:gmatch("[^,%s]+") do
+      local k, v = item:match("^([%w_]+)=(.*)$")
+      if not k then util.fail("--strategy", "(syntax)", "expected KEY=VALUE", item) end
+      local typed = k -- errors name the key as typed
+      k = short[k] or k
+      local name = schema.strategy_aliases[k] or k
+      local kind = schema.strategy[name]
+      if not kind then
+        util.fail("--strategy", typed, require("apsearch.suggest").unknown("unknown strategy field", typed,
+          schema.dimensions), v)
       end
+      local value
+      -- recompute_modules joins its modules with '/' (Megatron's list);
+      -- ':' is the per-stage separator of the array fields
+      if name == "recompute_modules" and v:find(":", 1, true) then
+        util.fail("--strategy", typed, "expected module names joined by '/' (e.g. mlp/core_attn), not ':'", v)
+      end
+      if v:find(":", 1, true) then
+        value = {}
+        for part in v:gmatch("[^:]+") do value[#value + 1] = util.parse_scalar(part) end
+      elseif kind == "bool" then
+        if v ~= "on" and v ~= "off" and v ~= "true" and v ~= "false" then
+          util.fail("--strategy", typed, "expected on, off, true or false", v)
+        end
+        value = v == "on" or v == "true"
+      else
+        value = util.parse_scalar(v)
+      end
+      -- an HSDP alias stays an alias: the core then requires both degrees > 1
+      local key = schema.strategy_aliases[k] and k or name
+      if s[key] ~= nil then util.fail("--strategy", typed, "given twice", v) end
+      s[key] = schema.check_value(kind, value, function(problem, got)
+        util.fail("--strategy", typed, problem, got)
+      end)
     end
   end
   return s
@@ -1607,8 +1619,9 @@ end
 local function cmd_estimate(args)
   local c = new_parser("estimate", "Estimate memory and time of one strategy.")
   c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
-  c:option("--strategy=KEY=VALUE,...", "strategy fields, commas between, no spaces; arrays with colons "
-    .. "(repeatable), e.g. " .. table.concat(M.ESTIMATE_EXAMPLES, " or "), {})
+  c:option("--strategy=KEY=VALUE,...", "strategy fields, commas (or spaces, quoted) between; arrays with colons "
+    .. "(repeatable), e.g. " .. table.concat(M.ESTIMATE_EXAMPLES, " or ")
+    .. "; the short names of the run's top-N lines too, as printed: \"dp=4 tp=8 sp=on mbs=1\"", {})
   c:option("--from=RESULT", "estimate a strategy of a result.json of `apsearch run --out DIR` or `--format json` "
     .. "(or its DIR), with the model, cluster and training it recorded; with --rank")
   c:option("--rank=N", "the top-k rank of --from to estimate")

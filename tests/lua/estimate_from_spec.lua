@@ -64,6 +64,38 @@ describe("estimate --from result.json --rank N", function()
     end)
   end
 
+  -- the run's "top-N: dp=4 fsdp=1 tp=8 sp=on ..." log lines, pasted back
+  -- as they are printed (a new user's pass, 2026-12-06: "dp: unknown
+  -- strategy field")
+  it("estimates a strategy line the run printed, pasted back with its short names", function()
+    for _, run in ipairs({ { EX .. "llama3_8b_h100.lua" }, { "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:16" },
+        { EX .. "llama3_8b_128k_cp.lua" } }) do
+      local code, out, err = H.apsearch("run", "--format", "json", "--top-k", "3", table.unpack(run))
+      assert.are.equal(0, code, err)
+      local result = json.decode(out)
+      local n = 0
+      for rank, line in err:gmatch("top%-(%d+): ([^\n]-): step [%d.]+ s") do
+        n = n + 1
+        local args = { "estimate", "--format", "json", "--quiet", "--strategy", line }
+        for i = 1, #run do args[#args + 1] = run[i] end
+        local code2, out2, err2 = H.apsearch(table.unpack(args))
+        assert.are.equal(0, code2, err2)
+        local rec = result.top_k_strategies[tonumber(rank)]
+        assert.is_true(close(rec.performance_cost.step_time, json.decode(out2).estimate.step_time), line)
+      end
+      assert.is_true(n >= 2, err)
+    end
+  end)
+
+  it("reads the short names' values as the table prints them, and says what they take", function()
+    local s = cli.parse_strategy({ "dp=2 tp=4 sp=on mbs=1", "recompute=full,zero=1" })
+    assert.are.same({ dp_degree = 2, tp_degree = 4, sequence_parallel = true, micro_batch_size = 1,
+      layer_recompute = "full", zero_stage = 1 }, s)
+    assert.are.same({ sequence_parallel = false, pp_degree = 2 }, cli.parse_strategy({ "sp=off, pp_degree = 2" }))
+    refused('--strategy: sp: expected on, off, true or false (got "yes")', "estimate", "--strategy", "tp=2,sp=yes")
+    refused('--strategy: tp_degree: given twice (got "4")', "estimate", "--strategy", "tp=2 tp_degree=4")
+  end)
+
   it("reads an --out directory's result.json", function()
     local code, _, err = H.apsearch("run", "--top-k", "1", "--quiet", "--out", dir .. "/set", "--candidates", "none")
     assert.are.equal(0, code, err)

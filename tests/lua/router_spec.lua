@@ -372,17 +372,31 @@ describe("MindFormers router keys (LLamaDecodeLayer's MoEV3 / MoEV2 @ fd4deebc)"
     local want = {
       { ROOT .. "/examples/models/mixtral-8x7b.json", { expert_num = "8", num_experts_chosen = "2",
         norm_topk_prob = "True" }, "0.02" },
-      { ROOT .. "/examples/models/qwen3-30b-a3b.json", { expert_num = "128", num_experts_chosen = "8",
-        norm_topk_prob = "True" }, "0.001" },
-      { MOE .. "/qwen1.5-moe-a2.7b.json", { expert_num = "60", num_experts_chosen = "4",
-        norm_topk_prob = "False" }, nil },
+      -- Qwen3-30B-A3B with head_dim 64 (hidden_size // heads, as
+      -- LlamaConfig derives it; the released 128 is another model to it):
+      -- every layer MoE, so intermediate_size is the experts' 768
+      { "qwen3-hd64", { expert_num = "128", num_experts_chosen = "8", norm_topk_prob = "True" }, "0.001", "768" },
+      -- shared experts: LlamaConfig would build another model, so no
+      -- moe_config (the router's keys: mf_router above)
+      { MOE .. "/qwen1.5-moe-a2.7b.json", nil },
     }
+    local q = cfg_of(ROOT .. "/examples/models/qwen3-30b-a3b.json")
+    q.head_dim = q.hidden_size // q.num_attention_heads
+    want[2][1] = H.write(dir .. "/qwen3-hd64.json", cjson.encode(q))
     for i, w in ipairs(want) do
       local out = dir .. "/m" .. i
       local code, _, err = H.apsearch("run", "--model", w[1], "--cluster", "h100-sxm-80gb:2x8", "--fix",
         "moe_grouped_gemm=true", "--top-k", "1", "--out", out, "--quiet")
       assert.are.equal(0, code, err)
       local text = H.read(out .. "/launch/rank1_mindformers.yaml")
+      if not w[2] then
+        assert.is_nil(text:find("\nmoe_config:", 1, true), text)
+        assert.truthy(text:find("# NOT WRITTEN: the model's architecture (model.model_config's type and sizes, " ..
+          "model.arch, moe_config): LlamaConfig would build a model of other weights (shared experts)", 1, true), text)
+        goto next
+      end
+      do
+      if w[4] then assert.truthy(text:find("\n    intermediate_size: " .. w[4] .. "  # the experts' width", 1, true), text) end
       local moe = moe_block(text)
       for key, v in pairs(w[2]) do assert.are.equal(v, moe[key], key) end
       for _, key in ipairs({ "aux_loss_factor", "aux_loss_types", "aux_loss_factors", "routed_scaling_factor",
@@ -395,6 +409,8 @@ describe("MindFormers router keys (LLamaDecodeLayer's MoEV3 / MoEV2 @ fd4deebc)"
       else
         assert.is_nil(text:find("load-balancing", 1, true))
       end
+      end
+      ::next::
     end
   end)
 end)

@@ -189,7 +189,10 @@ M.DROPLESS_CAPACITY_FACTOR = -1.0
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function K key writer
 -- @tparam function N note writer
-function M.moe_keys(c, K, N)
+-- @tparam[opt] function KA key writer of moe_config (the architecture:
+--   a no-op where M.shape_lacks; default K)
+function M.moe_keys(c, K, N, KA)
+  KA = KA or K
   local r, m = c.rec, c.model
   local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
   local dp = (r.dp_degree or 1) * (r.fsdp_degree or 1)
@@ -199,8 +202,8 @@ function M.moe_keys(c, K, N)
     N("NOT EXPRESSIBLE in MindFormers", string.format("ep_degree = %d: expert_parallel must divide " ..
       "data_parallel x context_parallel = %d (_check_moe_config); not written", ep, dp * cp))
   end
-  K("moe_config.expert_num", m.num_experts)
-  K("moe_config.num_experts_chosen", m.experts_per_token)
+  KA("moe_config.expert_num", m.num_experts)
+  KA("moe_config.num_experts_chosen", m.experts_per_token)
   -- LLamaDecodeLayer (llama_transformer.py:940-953): use_gmm -> MoEV3, which
   -- ignores capacity_factor and use_allgather_dispatcher (moev3.py:101:
   -- tokens never dropped); else MoEV2, which refuses a routing_policy other
@@ -211,13 +214,13 @@ function M.moe_keys(c, K, N)
   local cf = r.moe_capacity_factor or 0
   local gmm = r.moe_grouped_gemm ~= false and cf <= 0
   local d = r.moe_token_dispatcher or "alltoall"
-  K("moe_config.use_gmm", gmm, gmm and "MoEV3: dropless, no capacity" or nil)
+  KA("moe_config.use_gmm", gmm, gmm and "MoEV3: dropless, no capacity" or nil)
   if not gmm then
-    K("moe_config.routing_policy", "TopkRouterV2", "the router MoEV2 accepts")
+    KA("moe_config.routing_policy", "TopkRouterV2", "the router MoEV2 accepts")
     if cf > 0 then
-      K("moe_config.capacity_factor", cf + 0.0)
+      KA("moe_config.capacity_factor", cf + 0.0)
     else
-      K("moe_config.capacity_factor", M.DROPLESS_CAPACITY_FACTOR, "dropless")
+      KA("moe_config.capacity_factor", M.DROPLESS_CAPACITY_FACTOR, "dropless")
     end
     if r.moe_grouped_gemm ~= false then
       N("NOT EXPRESSIBLE in MindFormers", string.format("grouped GEMM with capacity factor %s: MoEV3 " ..
@@ -230,7 +233,7 @@ function M.moe_keys(c, K, N)
       N("NOT EXPRESSIBLE in MindFormers", "the allgather token dispatcher with grouped GEMM: MoEV3 " ..
         "(use_gmm) has no allgather dispatcher (all-to-all written)")
     else
-      K("moe_config.use_allgather_dispatcher", true)
+      KA("moe_config.use_allgather_dispatcher", true)
     end
   elseif d == "flex" then
     N("NOT EXPRESSIBLE in MindFormers", "the flex (DeepEP) token dispatcher: all-to-all is written")
@@ -240,7 +243,8 @@ function M.moe_keys(c, K, N)
     N("NOT EXPRESSIBLE in MindFormers", string.format("etp_degree = %d with tp_degree = %d: no key sets " ..
       "the experts' tensor-parallel size apart from model_parallel", etp, tp))
   end
-  if m.moe_ffn_hidden_size ~= m.ffn_hidden_size then
+  local dense = M.has_dense_layers(m)
+  if dense and m.moe_ffn_hidden_size ~= m.ffn_hidden_size then
     N("NOT EXPRESSIBLE in MindFormers", string.format("expert width %d beside the dense FFN width %d: " ..
       "LlamaConfig's experts are intermediate_size wide", m.moe_ffn_hidden_size, m.ffn_hidden_size))
   end
@@ -248,19 +252,15 @@ function M.moe_keys(c, K, N)
     N("NOT EXPRESSIBLE in MindFormers", "shared experts (" .. m.shared_expert_ffn_hidden_size ..
       " wide) in LlamaConfig's MoE layer")
   end
-  local p = require("apsearch.core").model_params(m).moe_pattern or {}
-  for _, x in ipairs(p) do
-    if x == 0 then
-      N("NOT EXPRESSIBLE in MindFormers", "dense-FFN layers among the MoE layers: LlamaConfig puts " ..
-        "experts on every layer")
-      break
-    end
+  if dense then
+    N("NOT EXPRESSIBLE in MindFormers", "dense-FFN layers among the MoE layers: LlamaConfig puts " ..
+      "experts on every layer")
   end
   if (m.kv_lora_rank or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", "multi-head latent attention: LlamaConfig has none (MindFormers' " ..
       "DeepSeek-V3 is research/deepseek3's model, not written here)")
   end
-  M.router_keys(c, K, N, gmm)
+  M.router_keys(c, KA, N, gmm)
 end
 
 --- The router keys (the model's router fields, hf.lua) for the MoE layer
@@ -350,6 +350,59 @@ function M.router_keys(c, K, N, gmm)
   end
 end
 
+--- What of a model LlamaConfig cannot hold by its shapes: a config
+-- written with LlamaConfig's keys would build a model of other weights
+-- (DeepSeek-V3 as 61 MoE layers of 256 experts 18,432 wide, about 6.2T
+-- parameters, out of memory at start).  With any, M.render writes no
+-- architecture keys (model.model_config's type and sizes, model.arch,
+-- moe_config): the file is the parallel settings to merge into the
+-- model's own MindFormers YAML.  LlamaConfig @ fd4deebc: one
+-- intermediate_size for the dense FFN and every expert, experts on every
+-- layer or none, no shared experts, head_dim = hidden_size // num_heads,
+-- attention layers only (mindformers/models/llama/llama_config.py,
+-- llama_transformer.py LLamaDecodeLayer).
+-- @tparam table m model
+-- @treturn table short descriptions, empty when LlamaConfig holds its shapes
+function M.shape_lacks(m)
+  local out = {}
+  if m.hybrid_layer_pattern then out[#out + 1] = "Mamba-2 layers" end
+  if launch_util.has_gated_deltanet(m) then out[#out + 1] = "Gated DeltaNet layers" end
+  if (m.index_n_heads or 0) > 0 then out[#out + 1] = "the sparse-attention indexer" end
+  if (m.kv_lora_rank or 0) > 0 then out[#out + 1] = "multi-head latent attention" end
+  if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then
+    out[#out + 1] = "head_dim x heads != hidden_size"
+  end
+  if (m.num_experts or 0) > 0 then
+    if (m.shared_expert_ffn_hidden_size or 0) > 0 then out[#out + 1] = "shared experts" end
+    if M.has_dense_layers(m) then
+      out[#out + 1] = "dense-FFN layers among the MoE layers"
+      if m.moe_ffn_hidden_size ~= m.ffn_hidden_size then out[#out + 1] = "an expert width of its own" end
+    end
+  end
+  return out
+end
+
+--- Whether an MoE model has dense-FFN layers (core.model_params'
+-- moe_pattern has a 0).
+-- @tparam table m model (num_experts > 0)
+-- @treturn boolean
+function M.has_dense_layers(m)
+  for _, x in ipairs(require("apsearch.core").model_params(m).moe_pattern or {}) do
+    if x == 0 then return true end
+  end
+  return false
+end
+
+--- LlamaConfig's intermediate_size: the width of every FFN it builds,
+-- the experts' where every layer is an MoE layer (Qwen3-30B-A3B's 768,
+-- not its config's unused 6,144), else the dense FFN's.
+-- @tparam table m model
+-- @treturn integer
+function M.intermediate_size(m)
+  if (m.num_experts or 0) > 0 and not M.has_dense_layers(m) then return m.moe_ffn_hidden_size end
+  return m.ffn_hidden_size
+end
+
 --- Renders the YAML.
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
@@ -384,6 +437,17 @@ function M.render(c)
     N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
       "prediction (less time and memory than estimated)", c.training.mtp_num_layers))
   end
+  -- the architecture keys (KA): none where LlamaConfig would build
+  -- another model
+  local lacks = M.shape_lacks(m)
+  local KA = K
+  if #lacks > 0 then
+    N("NOT WRITTEN", "the model's architecture (model.model_config's type and sizes, model.arch, moe_config): " ..
+      "LlamaConfig would build a model of other weights (" .. table.concat(lacks, ", ") .. "); only the " ..
+      "parallel settings, the layer offsets and seq_length are written: merge them into the model's own " ..
+      "MindFormers YAML")
+    KA = function() end
+  end
 
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
   local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
@@ -394,7 +458,7 @@ function M.render(c)
   if mbn < 1 then mbn = math.max(1, (tr.global_batch_size or 1) // (R * Sd * (r.micro_batch_size or 1))) end
 
   K("run_mode", "train")
-  K("use_legacy", true, "the LlamaConfig / LayerSetting code path checked")
+  KA("use_legacy", true, "the LlamaConfig / LayerSetting code path checked")
   K("use_parallel", true)
   K("parallel.parallel_mode", 1, "semi-auto parallel")
   local shard = Sd > 1 or z == 3
@@ -536,32 +600,33 @@ function M.render(c)
   end
   if vpp > 1 then K("model.model_config.pp_interleave_num", vpp) end
   -- the architecture, by LlamaConfig's names (mindformers/models/llama/llama_config.py)
-  K("model.model_config.type", "LlamaConfig")
-  K("model.arch.type", "LlamaForCausalLM")
+  KA("model.model_config.type", "LlamaConfig")
+  KA("model.arch.type", "LlamaForCausalLM")
   K("model.model_config.seq_length", tr.seq_length)
-  K("model.model_config.num_layers", L)
-  K("model.model_config.hidden_size", m.hidden_size)
-  K("model.model_config.num_heads", m.num_attention_heads)
-  K("model.model_config.n_kv_heads", m.num_query_groups or m.num_attention_heads)
-  K("model.model_config.intermediate_size", m.ffn_hidden_size)
-  K("model.model_config.vocab_size", m.vocab_size)
+  KA("model.model_config.num_layers", L)
+  KA("model.model_config.hidden_size", m.hidden_size)
+  KA("model.model_config.num_heads", m.num_attention_heads)
+  KA("model.model_config.n_kv_heads", m.num_query_groups or m.num_attention_heads)
+  KA("model.model_config.intermediate_size", M.intermediate_size(m), M.intermediate_size(m) ~= m.ffn_hidden_size
+    and "the experts' width: every layer is an MoE layer" or nil)
+  KA("model.model_config.vocab_size", m.vocab_size)
   if m.max_position_embeddings and m.max_position_embeddings > 0 then
-    K("model.model_config.max_position_embedding", m.max_position_embeddings)
+    KA("model.model_config.max_position_embedding", m.max_position_embeddings)
   end
-  K("model.model_config.qkv_has_bias", m.qkv_bias == true)
-  K("model.model_config.attn_proj_has_bias", m.attn_out_bias == true)
-  K("model.model_config.tie_word_embeddings", m.tie_word_embeddings == true)
+  KA("model.model_config.qkv_has_bias", m.qkv_bias == true)
+  KA("model.model_config.attn_proj_has_bias", m.attn_out_bias == true)
+  KA("model.model_config.tie_word_embeddings", m.tie_word_embeddings == true)
   -- RoPE base, scaling and norm epsilon (LlamaConfig theta, rms_norm_eps,
   -- extend_method, scaling_factor; FreqsMgr in mindformers/modules/layers.py)
-  if (m.rope_theta or 0) > 0 then K("model.model_config.theta", m.rope_theta + 0.0) end
-  if (m.norm_eps or 0) > 0 then K("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
-  M.rope_scaling(m, tr, K, N)
+  if (m.rope_theta or 0) > 0 then KA("model.model_config.theta", m.rope_theta + 0.0) end
+  if (m.norm_eps or 0) > 0 then KA("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
+  M.rope_scaling(m, tr, KA, N)
   if (m.rotary_percent or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", string.format("partial RoPE (rotary_percent %s, HF " ..
       "partial_rotary_factor): LlamaConfig has no partial-rotation key and FreqsMgr rotates the whole " ..
       "head_dim; written with full RoPE", tostring(m.rotary_percent)))
   end
-  if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N) end
+  if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N, KA) end
   -- sigmoid scores: moe_config.use_gating_sigmoid (M.router_keys)
   for _, what in ipairs(launch_util.llama_block_features(m)) do N("NOT EXPRESSIBLE in MindFormers", what) end
   for _, what in ipairs(launch_util.llama4_features(m, tr.seq_length, { moe_router_sigmoid = true })) do

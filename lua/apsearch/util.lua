@@ -71,7 +71,7 @@ function M.describe(v, depth)
     if n > 0 then
       local parts = {}
       for i = 1, math.min(n, 6) do parts[i] = M.describe(rawget(v, i), depth + 1) end
-      if n > 6 then parts[#parts + 1] = "..." end
+      if n > 6 then parts[#parts + 1] = "... " .. n .. " in all" end
       return "{" .. table.concat(parts, ", ") .. "}"
     end
     return next(v) == nil and "{}" or "table"

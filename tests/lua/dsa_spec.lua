@@ -115,6 +115,11 @@ describe("DeepSeek Sparse Attention: configs", function()
       "cross%-layer top%-k sharing"))
     c.index_skip_topk_offset, c.indexer_types = 3, { "full", "shared" }
     assert.truthy(err_of(hf.from_config, c, "m.json"):find("^m%.json: indexer_types: expected a list of 78 entries"))
+    -- a long list too short: its length said (a new user's pass: GLM-5.3's
+    -- 74 entries for 78 layers read as a list of six and "...")
+    c.indexer_types = { table.unpack(shared(4, 3, 78), 1, 74) }
+    assert.truthy(err_of(hf.from_config, c, "m.json"):find('(got {"full", "full", "full", "shared", "shared", ' ..
+      '"shared", ... 74 in all})', 1, true))
   end)
 
   it("GLM-5.2 pipelines only where every model chunk starts on a layer computing its top-k #bulk", function()

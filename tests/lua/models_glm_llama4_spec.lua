@@ -390,7 +390,7 @@ describe("llama4: bad values exit 2 naming file, key and value", function()
     assert.are.equal(T .. "no_rope_layers[3]: expected 1 (RoPE) or 0 (NoPE) (got 2)", err_of(hf.from_config, cfg, "s.json"))
     rope[3], rope[5] = 1, 0
     assert.are.equal(T .. "no_rope_layers: NoPE layers that are not every k-th layer are not modelled (the " ..
-      "model's nope_layer_period takes a period); NoPE layers (1-based) (got {4, 5, 8, 12, 16, 20, ...})",
+      "model's nope_layer_period takes a period); NoPE layers (1-based) (got {4, 5, 8, 12, 16, 20, ... 13 in all})",
       err_of(hf.from_config, cfg, "s.json"))
   end)
 

@@ -561,6 +561,35 @@ local function host_fit(opts, p, dev)
   return nil
 end
 
+--- Settings the fit probe tries on the run's own devices when the built
+-- policy has no fit and the run left them unset: each `{framework, key,
+-- value, why}`, a `--set key=value` that trades time for memory in that
+-- framework.  NeMo AutoModel defers the FSDP gradient sync by default
+-- (every parameter's fp32 gradient unsharded until the last micro-batch;
+-- docs/modeling.md); false shards them after each micro-batch.
+M.FIT_PROBE_SETTINGS = {
+  { framework = "automodel", key = "training.defer_fsdp_grad_sync", value = "false",
+    why = "the FSDP gradients sharded after each micro-batch" },
+}
+
+-- the first M.FIT_PROBE_SETTINGS entry of the run's framework that the run
+-- left unset and with which its own devices fit: the probe's table with
+-- `set` ("key=value") and `why` added, or nil
+local function setting_fit(opts, p, dev)
+  local fw = p.training.framework or "megatron"
+  for _, e in ipairs(M.FIT_PROBE_SETTINGS) do
+    local field = e.key:match("^training%.(.+)$")
+    if e.framework == fw and p.training[field] == nil then
+      local ok, fit = pcall(probe_fit, opts, dev, nil, nil, { e.key .. "=" .. e.value })
+      if ok and fit then
+        fit.set, fit.why = e.key .. "=" .. e.value, e.why
+        return fit
+      end
+    end
+  end
+  return nil
+end
+
 -- fit_probe's search over host counts with the same framework: the table
 -- M.fit_probe describes without `framework`, or nil
 local function devices_fit(opts, p, result, dev)
@@ -646,7 +675,9 @@ end
 --   tried), nil when a probe fails (a rule's error, said on stderr), `{tried, cluster}`, or `{}` when even the
 --   first doubling is past the device limit; each with `framework =
 --   {devices, cluster, strategy, step_time, framework}` when the other
---   framework fits on the run's devices; nil when none of these
+--   framework fits on the run's devices, and `setting = {devices, cluster,
+--   strategy, step_time, set, why}` when a M.FIT_PROBE_SETTINGS entry
+--   does; nil when none of these
 function M.fit_probe(opts, p, result)
   local search = require "apsearch.search"
   -- strategies that fit but whose launch file differs (run --launchable):
@@ -655,8 +686,9 @@ function M.fit_probe(opts, p, result)
   local dev = p.cluster.device
   dev = type(dev) == "table" and (dev.base or dev.name) or dev
   local other = framework_fit(opts, p, dev)
-  local fp = devices_fit(opts, p, result, dev) or (other and {})
-  if fp then fp.framework = other end
+  local setting = setting_fit(opts, p, dev)
+  local fp = devices_fit(opts, p, result, dev) or ((other or setting) and {})
+  if fp then fp.framework, fp.setting = other, setting end
   return fp
 end
 

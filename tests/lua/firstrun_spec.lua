@@ -577,6 +577,33 @@ describe("when nothing fits", function()
     assert.are.equal("h100-sxm-80gb:64x8", r.fit_probe.smaller.cluster)
   end)
 
+  it("says when a setting the framework defaults fits on the same devices, and not when the run set it", function()
+    -- Muse-Glimmer-30B on 16 H100s, NeMo AutoModel: the deferred FSDP
+    -- gradient sync holds every fp32 gradient unsharded (closest 92.53
+    -- GiB); sharded after each micro-batch it fits (a new user's pass,
+    -- 2026-12-06: "use more devices" alone, though the second suggestion
+    -- would have done)
+    local cfg = "tests/fixtures/heldout_configs/meta-models--Muse-Glimmer-30B.json"
+    local code, out = H.apsearch("run", "-q", "--model", cfg, "--cluster", "h100-sxm-80gb:2", "--wide")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("use more devices; --set training.defer_fsdp_grad_sync=false fits on these devices " ..
+      "(below).", 1, true), out)
+    local fit, step = out:match("\nfits with %-%-set training%.defer_fsdp_grad_sync=false on these devices %(the " ..
+      "FSDP gradients sharded after each micro%-batch; this run's command with it added%): ([^\n]-), step ([%d.]+) s")
+    assert.truthy(fit, out)
+    -- that strategy is what the run with the setting ranks first
+    local code2, set = H.apsearch("run", "-q", "--model", cfg, "--cluster", "h100-sxm-80gb:2", "--wide", "--set",
+      "training.defer_fsdp_grad_sync=false", "--top-k", "1", "--format", "json")
+    assert.are.equal(0, code2, set)
+    local top = require("cjson").decode(set).top_k_strategies[1]
+    assert.are.equal(step, ("%.3f"):format(top.performance_cost.step_time))
+    assert.truthy(fit:find("fsdp=" .. math.tointeger(top.fsdp_degree) .. " tp=" .. math.tointeger(top.tp_degree), 1, true))
+    -- set by the run: not tried again
+    local _, chosen = H.apsearch("run", "-q", "--model", cfg, "--cluster", "h100-sxm-80gb:1", "--wide", "--set",
+      "training.defer_fsdp_grad_sync=true")
+    assert.is_nil(chosen:find("fits with --set", 1, true), chosen)
+  end)
+
   it("says when the other framework fits on the same devices, and not when the run chose the framework", function()
     -- Llama 3.1 70B on 16 H100s: Megatron's closest needs 81.98 GiB (bf16
     -- weights beside fp32 main weights and gradients on a 16-way model

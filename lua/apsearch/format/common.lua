@@ -775,6 +775,11 @@ function M.fit_probe_text(result)
     parts[1] = string.format("fits with training.framework = %s on these devices (this run's command with "
       .. "--set training.framework=%s added): %s, step %.3f s", f.framework, f.framework, f.strategy, f.step_time)
   end
+  if fp.setting then
+    local f = fp.setting
+    parts[#parts + 1] = string.format("fits with --set %s on these devices (%s; this run's command with it "
+      .. "added): %s, step %.3f s", f.set, f.why, f.strategy, f.step_time)
+  end
   if fp.smaller then
     local f = fp.smaller
     parts[#parts + 1] = string.format("fits on %s of the %s devices (%s; the same defaults): %s, step %.3f s",

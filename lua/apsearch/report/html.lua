@@ -363,8 +363,9 @@ end
 -- model states, is given, or when `built`: the framework's whole space
 -- was searched; `built` "smaller": a power-of-two part of the devices
 -- fits, a number: nothing fits up to that many devices, result.fit_probe;
--- `other`: the framework that fits on these devices, fit_probe.framework)
-local function memory_suggestion(need, limit, cap, ndev, built, other)
+-- `other`: the framework that fits on these devices, fit_probe.framework;
+-- `setting`: the --set key=value with which they fit, fit_probe.setting)
+local function memory_suggestion(need, limit, cap, ndev, built, other, setting)
   if cap and need <= cap then
     -- a limit the policy takes: the need rounded up to a hundredth of a
     -- GiB, never past the capacity (policy refuses a limit above it)
@@ -388,6 +389,7 @@ local function memory_suggestion(need, limit, cap, ndev, built, other)
   if other then
     help = help .. string.format("; training.framework = %s fits on these devices (below)", other)
   end
+  if setting then help = help .. string.format("; --set %s fits on these devices (below)", setting) end
   return string.format("The closest strategy needs %.2f GiB, %s over the %.2f GiB limit%s: " ..
     "raising the limit cannot help; %s.", need / 2 ^ 30, common.over_text(need - limit):sub(2), limit / 2 ^ 30,
     cap and string.format(" and beyond the device's %.2f GiB", cap / 2 ^ 30) or "", help)
@@ -585,7 +587,7 @@ function M.diagnose(result, n)
       "(%s).", c1.mem_limited / 2 ^ 30, common.over_text(c1.mem_limited - limit):sub(2), limit / 2 ^ 30,
       result.inputs.launchable, differs)
       or memory_suggestion(c1.mem_limited, limit, out.capacity_bytes, hopeless and ndev, smaller or built,
-        built and fp.framework and fp.framework.framework)
+        built and fp.framework and fp.framework.framework, built and fp.setting and fp.setting.set)
     -- NeMo AutoModel defers the FSDP gradient sync by default (profile.c):
     -- with more than one micro-batch every parameter's fp32 gradient stays
     -- unsharded until the last one, which only micro_batch_num 1 avoids

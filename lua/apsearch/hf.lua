@@ -845,10 +845,14 @@ local function moe_key(cfg)
   return nil
 end
 
---- Model name from a config path: the file name without `.json`, or the
--- directory name for a file called `config.json`.
+--- Model name from a config path: the file name without `.json` (and
+-- without a `_config` / `-config` / `.config` suffix: a download saved as
+-- `Kimi-K2.5_config.json` is Kimi-K2.5), or the directory name for a file
+-- called `config.json`.
 local function name_from_path(path)
   local base = util.basename(path):gsub("%.json$", "")
+  local named = base:match("^(.+)[_%-.]config$")
+  if named then base = named end
   -- the Hugging Face cache: .../models--ORG--NAME/snapshots/<commit>/config.json
   local cached = path:match("models%-%-[^/]-%-%-([^/]+)/snapshots/[^/]+/config%.json$")
   if cached then

@@ -359,8 +359,8 @@ function M.built_policy(opts)
   -- (sequences = tokens / seq), not the default sequence's count of them
   local seq, batch_set
   for _, e in ipairs(opts.set or {}) do
-    local key, val = tostring(e):match("^%s*([%w_%.]+)%s*=%s*(.-)%s*$")
-    if key == "training.seq_length" then seq = math.tointeger(tonumber(val)) end
+    local key, val = tostring(e):match("^%s*([%w_%.]+)%s*=(.*)$")
+    if key == "training.seq_length" then seq = math.tointeger(tonumber(util.trim(val))) end
     if key == "training.global_batch_size" then batch_set = true end
   end
   if seq and seq > 0 and not batch_set then
@@ -377,10 +377,12 @@ M.FIT_PROBE_DOUBLINGS = 6
 
 -- the first power-of-two host count above the cluster's and at least
 -- the fewest devices that hold the model states (report.html.min_devices);
--- the hosts those need, and the devices per host
-local function probe_start(p, result)
+-- the hosts those need, and the devices per host (`board` when given: a
+-- one-host cluster whose board host_fit filled without a fit goes on with
+-- whole boards)
+local function probe_start(p, result, board)
   local cl = p.cluster
-  local per = cl.devices_per_node
+  local per = board or cl.devices_per_node
   local md = require("apsearch.report.html").diagnose(result, 0).min_devices
   local need = md and math.ceil(md.devices / per) or 1
   local hosts = math.max(math.ceil(cl.num_devices / per) + 1, need)
@@ -540,7 +542,8 @@ end
 -- a cluster of one host using part of its board (h100:1x1): the fit
 -- probe's first step fills that host, doubling the GPUs it uses up to the
 -- board's (policy.HOST_GPUS) over NVLink, before it adds hosts over the
--- network; the table M.fit_probe describes, or nil
+-- network; the table M.fit_probe describes, or nil and the board's GPUs
+-- when the whole board has none (more hosts then are whole boards)
 local function host_fit(opts, p, dev)
   local cl = p.cluster
   local per = cl.devices_per_node
@@ -558,7 +561,7 @@ local function host_fit(opts, p, dev)
     end
     below = per
   end
-  return nil
+  return nil, board
 end
 
 --- Settings the fit probe tries on the run's own devices when the built
@@ -600,17 +603,17 @@ local function devices_fit(opts, p, result, dev)
   -- probed
   local refused = result.infeasible_summary or {}
   if not (refused.MEMORY_LIMIT or refused.DEVICE_COUNT) then return nil end
-  local in_host = host_fit(opts, p, dev)
+  local in_host, board = host_fit(opts, p, dev)
   if in_host then return in_host end
-  local h, per, need = probe_start(p, result)
+  local h, per, need = probe_start(p, result, board)
   local below = h // 2
   if below >= need and below * per < p.cluster.num_devices then
     local ok, fit = pcall(probe_fit, opts, dev, below, per)
     if ok and fit then return { smaller = fit } end
   end
-  -- below the first doubling: the run's own hosts had no fit, and fewer
-  -- than `need` cannot hold the model states
-  local known = math.max(math.floor(p.cluster.num_devices / per), need - 1)
+  -- below the first doubling: the run's own hosts had no fit (or its
+  -- host's whole board), and fewer than `need` cannot hold the model states
+  local known = math.max(math.floor(p.cluster.num_devices / per), board and 1 or 0, need - 1)
   local spec, tried
   for _ = 1, M.FIT_PROBE_DOUBLINGS do
     -- the core takes fewer than 2^24 devices (policy.parse_cluster_spec)

@@ -7562,13 +7562,15 @@ end
 -- with the type meant, before an MoE config would be refused as "not
 -- modelled".
 local function misspelt_type(mt, source)
-  if type(mt) ~= "string" or builders[mt] then return end
+  -- (no type name is as long as suggest.MAX_WORD)
+  if type(mt) ~= "string" or builders[mt] or #mt > require("apsearch.suggest").MAX_WORD then return end
   local function bare(s) return (s:lower():gsub("[^%w]", "")) end
   local all = {}
   for _, t in ipairs(M.supported) do all[#all + 1] = t end
   for _, t in ipairs(M.moe_supported) do all[#all + 1] = t end
+  local given = bare(mt)
   for _, t in ipairs(all) do
-    if bare(t) == bare(mt) then
+    if bare(t) == given then
       util.fail(source, "model_type", ('unsupported model type; did you mean "%s"?'):format(t), mt)
     end
   end

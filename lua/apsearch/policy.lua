@@ -721,7 +721,9 @@ function Norm:device(v, path)
       -- a cluster spec without its colon ("h100x8", "h100-8"): the device
       -- and count it meant, in the spec's form
       -- (at most a rack's 72: "h100-80" is more likely the memory)
-      local dev, n = v:match("^(.-)[xX%-_ ](%d+)$")
+      -- (a count the spec takes: 1 to 72 without leading zeros; "h100x0"
+      -- would be answered with a spec that is refused in turn)
+      local dev, n = v:match("^(.-)[xX%-_ ]([1-9]%d?)$")
       if dev and M.device_preset_name(dev) and tonumber(n) <= 72 then
         self:fail(path, ("unknown device preset; did you mean the cluster %q (DEVICE:NODES[xGPUS]: %s GPUs in one "
           .. "host)?"):format(dev .. ":1x" .. n, n), v)
@@ -1456,7 +1458,8 @@ function M.load(path, opts)
   local allow = {}
   for _, st in ipairs(opts and opts.set or {}) do
     local text = type(st) == "table" and st.text or st
-    local key, value = tostring(text):match("^%s*([%w_%.]+)%s*=%s*(.-)%s*$")
+    local key, value = tostring(text):match("^%s*([%w_%.]+)%s*=(.*)$")
+    value = value and util.trim(value)
     if (key == "model" or key == "model.config") and value and pathish(value) then
       -- a snapshot directory is allowed itself; a config file, its directory
       local _, is_dir = hf.config_path(value)

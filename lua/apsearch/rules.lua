@@ -468,6 +468,10 @@ local function rule_check(name, fn, code, description, trusted)
     elseif type(msg) ~= "string" then
       bad_return(fn, label, "returned the message " .. util.describe(msg) ..
         " (expected nil or a string)")
+    elseif msg:find("[%z\1-\31\127-\255]") then
+      -- the message reaches the terminal's table and report.html: control
+      -- characters (NUL, line breaks, escape sequences) as escapes
+      msg = util.printable(msg)
     end
     return false, c, msg
   end
@@ -509,7 +513,7 @@ function M.normalize(t, source, opts)
       util.fail(source, "codes[" .. i .. "]", "expected an upper-case code like MY_RULE", c)
     end
   end
-  local description = t.description or t.name
+  local description = util.printable(t.description or t.name)
   local trusted = opts and opts.trusted or false
   return {
     name = t.name, code = code, cheap = t.cheap ~= false,

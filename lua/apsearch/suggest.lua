@@ -61,6 +61,13 @@ function M.threshold(word)
   return math.max(2, #word // 3)
 end
 
+--- The longest word a suggestion is looked for (bytes): twice the longest
+-- name any list holds (field paths, presets, model types: under 40).  The
+-- edit distance takes time in the word's length times each name's, so a
+-- 300,000-byte key in a policy ran for minutes; a longer word gets no
+-- "did you mean".
+M.MAX_WORD = 80
+
 local function prefix_of(a, b)
   a, b = a:lower(), b:lower()
   if #a > #b then a, b = b, a end
@@ -130,6 +137,7 @@ M.FIELD_ALIASES = {
 -- @treturn table array of up to 3 names, closest first (empty when none is close)
 function M.closest(word, candidates)
   word = tostring(word)
+  if #word > M.MAX_WORD then return {} end
   local list = {}
   if #candidates > 0 then list = candidates
   else for k in pairs(candidates) do list[#list + 1] = tostring(k) end table.sort(list) end
@@ -220,7 +228,7 @@ local NONE_FITS = { [" (known: "] = " (%d known names",
 function M.closest_first(names, head)
   local word = head:match("([^%s:]+): unknown")
   word = word and word:match("([^%.]+)$")
-  if not word then return end
+  if not word or #word > M.MAX_WORD then return end
   local rank = {}
   for i, n in ipairs(names) do rank[n] = { M.distance(word:lower(), n:lower()), i } end
   table.sort(names, function(x, y)

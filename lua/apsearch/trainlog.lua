@@ -127,7 +127,7 @@ local function field(path, lineno, line, label, stop, what, range)
   if not at then return nil end
   local rest = line:sub(at + #label)
   local text = rest:match("^%s*([^" .. stop .. "]*)")
-  text = text and text:gsub("%s+$", "") or ""
+  text = text and util.rtrim(text) or ""
   local v = number(text)
   local name = label:gsub("^|%s*", ""):gsub(":%s*$", "")
   if v == nil then
@@ -144,7 +144,7 @@ local function loss_field(path, lineno, line, label, stop, what)
   local at = line:find(label, 1, true)
   if not at then return nil end
   local text = line:sub(at + #label):match("^%s*([^" .. stop .. "]*)")
-  local word = text and text:gsub("%s+$", ""):lower()
+  local word = text and util.rtrim(text):lower()
   if word == "nan" or word == "+nan" or word == "-nan" or word == "inf" or word == "+inf"
     or word == "-inf" then
     return false

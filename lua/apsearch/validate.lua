@@ -643,7 +643,7 @@ function M.case_inputs(row)
         row.recompute_modules, tostring(strategy.layer_recompute),
         given(row, "layer_recompute") and "" or ": layer_recompute not stated"), 0)
     end
-    strategy.recompute_modules = (row.recompute_modules:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", "/"))
+    strategy.recompute_modules = (util.trim(row.recompute_modules):gsub("%s+", "/"))
   end
   pipeline_layout(row, strategy, framework, model.num_layers, assumed)
   -- the container's libraries (apsearch.stacks.CONTAINERS): device fields
@@ -1437,7 +1437,7 @@ function M.load(path)
   local records, lines = require("apsearch.csvread").parse(text, path)
   if #records == 0 then error(("%s: empty file (no header row)"):format(path), 0) end
   local names = {}
-  for i, name in ipairs(records[1]) do names[i] = name:match("^%s*(.-)%s*$") end
+  for i, name in ipairs(records[1]) do names[i] = util.trim(name) end
   local index = header_index(path, names)
   if #records == 1 then error(("%s: no data rows after the header"):format(path), 0) end
   local rows, line_of = {}, {}
@@ -1449,7 +1449,7 @@ function M.load(path)
   for r = 2, #records do
     local id = ci and records[r][ci]
     if id then
-      id = id:match("^%s*(.-)%s*$")
+      id = util.trim(id)
       records[r][ci] = id
     end
     if id and id ~= "" and not given[id] then given[id] = lines[r] end

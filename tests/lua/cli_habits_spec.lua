@@ -362,6 +362,10 @@ describe("apsearch command line habits", function()
     assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100x8"))
       :find('unknown device preset; did you mean the cluster "h100:1x8" (DEVICE:NODES[xGPUS]: 8 GPUs in one host)? '
         .. '(got "h100x8")', 1, true))
+    -- no spec that is refused in turn (a breaker's pass: "h100:1x0")
+    for _, c in ipairs({ "h100x0", "h100x08", "h100-00" }) do
+      assert.is_nil(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", c)):find("did you mean", 1, true), c)
+    end
     assert.truthy(err_line(apsearch("run", "--set", "training.framework=megatorn"))
       :find('did you mean "megatron"?', 1, true))
     assert.truthy(err_line(apsearch("run", "--format", "jsn")):find('did you mean "json"?', 1, true))

@@ -670,6 +670,13 @@ describe("when nothing fits", function()
     assert.is_nil(err:find("NVLink", 1, true), err)
     assert.truthy(out:find("fits on 2 devices (h100-sxm-80gb:1x2, not on 1; the same defaults, the host's GPUs "
       .. "doubled): ", 1, true), out)
+    -- a model the whole board does not hold: then whole boards, as from
+    -- one full host (a breaker's pass: 70B went on with 22 hosts of 1)
+    local _, part = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100:1x1")
+    local _, full = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100:1")
+    local fit = full:match("\nfits on [^\n]*")
+    assert.truthy(fit and fit:find("(h100-sxm-80gb:3x8, not on 16;", 1, true), full)
+    assert.are.equal(fit, part:match("\nfits on [^\n]*"))
   end)
   it("says the doublings are all it tried: a count of 3 hosts is never probed (a breaker's --fix fsdp_degree=12)",
     function()

@@ -240,3 +240,48 @@ describe("trusted code never runs a script's metamethods (issue 27, item 2)", fu
     assert.is_nil(lfs.attributes(victim .. "/x"))
   end)
 end)
+
+-- a breaker's pass (2026-12-06): work in apsearch's own code after a
+-- script or file has handed it a long string -- the "did you mean" edit
+-- distance, blank trimming by patterns that take time quadratic in a run
+-- of blanks -- and a rule's message written raw to stdout
+describe("long input strings end at once, and a rule's message reaches no terminal raw (issue 27, item 4)", function()
+  it("a 300,000-byte unknown key in a policy: one line, the key cut, no suggestion", function()
+    write(DIR .. "/longkey.lua", (POLICY:gsub("return {", "local p = {", 1)) ..
+      "p.training[string.rep('a', 300000)] = 1\nreturn p\n")
+    local first = stopped("longkey.lua", "training." .. ("a"):rep(108) .. "...: unknown field", 0,
+      { "run", "longkey.lua", "-q" })
+    assert.is_nil(first:find("did you mean", 1, true))
+    assert.is_true(#first < 400, #first)
+  end)
+
+  it("a config.json whose model_type is 3 MB long is refused at once", function()
+    write(DIR .. "/bigtype.json", '{"model_type": "' .. ("a"):rep(3000000) .. '"}')
+    stopped("bigtype.json", 'model_type: unsupported model type', 0, { "inspect", "bigtype.json" })
+  end)
+
+  it("a --set value and a CSV id of 100,000 blanks inside are trimmed in linear time", function()
+    stopped("--set", 'training.seq_length: must be a positive integer (got "1' .. (" "):rep(56) .. "...",
+      0, { "run", "policy.lua", "-q", "--set", "training.seq_length=1" .. (" "):rep(100000) .. "2" })
+    local lines = {}
+    for l in read(ROOT .. "/tests/fixtures/cases_small.csv"):gmatch("[^\n]+") do
+      if not l:match("^#") then lines[#lines + 1] = l end
+      if #lines == 2 then break end
+    end
+    lines[2] = lines[2]:gsub("^[^,]*", "c" .. (" "):rep(100000) .. "x", 1)
+    write(DIR .. "/spaced.csv", table.concat(lines, "\n") .. "\n")
+    local rc, _, err, secs = run({ "validate", "spaced.csv", "--format", "json" })
+    assert.are.equal(0, rc, err)
+    assert.is_true(secs < SLACK_SECONDS, secs)
+    local util = require "apsearch.util"
+    assert.are.same({ "a  b", "", "  a  b" }, { util.trim(" \t a  b \n "), util.trim("   "), util.rtrim("  a  b  ") })
+  end)
+
+  it("a rule's message with control characters is escaped on stdout", function()
+    rule_file("r_ansi.lua", "", "return false, 'X', '\\27]0;pwned\\7\\27[2J\\0red'")
+    local rc, out, err = run({ "run", "policy.lua", "--rules", "r_ansi.lua", "-q" })
+    assert.are.equal(1, rc, err)
+    assert.is_nil(out:find("[%z\27\7]"), out)
+    assert.truthy(out:find("\\27]0;pwned\\7\\27[2J\\0red", 1, true), out)
+  end)
+end)

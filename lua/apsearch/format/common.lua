@@ -2,6 +2,7 @@
 -- display (GiB = 2^30 bytes), aligned text tables.
 -- @module apsearch.format.common
 local M = {}
+local util = require "apsearch.util"
 
 --- memory_breakdown categories (MODELING.md section 3), display order.
 M.memory_categories = { "params", "grads", "optimizer_states", "activations",
@@ -356,7 +357,7 @@ function M.align(headers, rows, right, gap)
       local pad = string.rep(" ", w[i] - M.width(c))
       parts[i] = right[i] and (pad .. c) or (c .. pad)
     end
-    return (table.concat(parts, gap):gsub("%s+$", ""))
+    return util.rtrim(table.concat(parts, gap))
   end
   local out = { line(headers) }
   local sep = {}

@@ -7681,14 +7681,20 @@ function M.from_config(cfg, source, name)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg, source) end
   local kv_class = M.KV_HEADS_CLASS_DEFAULTS[mt]
+  -- the config keys a default filled, as an error about them says so
+  local defaulted = {}
   -- (left out only: a null one is the class's None, which the classes
   -- that handle it read as num_attention_heads)
   if kv_class and cfg.num_key_value_heads == nil then
+    defaulted.num_key_value_heads = ("not in the config: configuration_%s.py's default %d"):format(mt, kv_class)
     cfg = with_defaults(cfg, { num_key_value_heads = kv_class })
     note(notes, source, "num_key_value_heads is not in the config: read as %d, the config class's default " ..
       "(transformers configuration_%s.py); a model's own config states it", kv_class, mt)
   end
   local model = build(reader(cfg, source), cfg, source, notes, extra)
+  if KV_HEADS_DEFAULTED[model] then
+    defaulted.num_key_value_heads = "not in the config: read as num_attention_heads"
+  end
   if KV_HEADS_DEFAULTED[model] and (model.num_attention_heads or 0) > 1 then
     -- (LlamaConfig and its copies: num_key_value_heads None -> the heads)
     note(notes, source, "num_key_value_heads is not in the config: read as num_attention_heads = %d (multi-head " ..
@@ -7724,7 +7730,8 @@ function M.from_config(cfg, source, name)
     local keys = extra.config_keys or M.CONFIG_KEY -- a builder's own names (ERNIE's moe_k, ...)
     local msg = tostring(err):gsub("^model%.([%w_]+)", function(f)
       local k = keys[f] or M.CONFIG_KEY[f]
-      return k and (k .. " (model." .. f .. ")") or ("model." .. f)
+      local why = k and defaulted[k] and ("; " .. defaulted[k]) or ""
+      return k and (k .. " (model." .. f .. why .. ")") or ("model." .. f)
     end)
     error(source .. ": " .. msg, 0)
   end

@@ -117,6 +117,13 @@ describe("hf.load on the shipped configs", function()
     local mq = hf.from_config(q, "q.json")
     assert.are.equal(4, mq.num_query_groups)
     assert.are.equal(want, core.model_params(mq).total)
+    -- a default the heads refuse: the error says the file has no such key
+    -- (a breaker's pass: "8 does not divide 4" read as the file's 8)
+    cfg.num_attention_heads = 4
+    local ok, err = pcall(hf.from_config, cfg, "m.json")
+    assert.is_false(ok)
+    assert.are.equal("m.json: num_key_value_heads (model.num_query_groups; not in the config: configuration_mistral.py's "
+      .. "default 8): 8 does not divide num_attention_heads 4", err)
   end)
 
   -- the real config.json of shared/models (the examples copy when the

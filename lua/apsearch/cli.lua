@@ -577,8 +577,10 @@ M.FIT_PROBE_SETTINGS = {
 
 -- the first M.FIT_PROBE_SETTINGS entry of the run's framework that the run
 -- left unset and with which its own devices fit: the probe's table with
--- `set` ("key=value") and `why` added, or nil
-local function setting_fit(opts, p, dev)
+-- `set` ("key=value") and `why` added, or nil; none is tried unless a
+-- strategy was refused for its memory (the settings save memory only)
+local function setting_fit(opts, p, result, dev)
+  if not (result.infeasible_summary or {}).MEMORY_LIMIT then return nil end
   local fw = p.training.framework or "megatron"
   for _, e in ipairs(M.FIT_PROBE_SETTINGS) do
     local field = e.key:match("^training%.(.+)$")
@@ -689,7 +691,7 @@ function M.fit_probe(opts, p, result)
   local dev = p.cluster.device
   dev = type(dev) == "table" and (dev.base or dev.name) or dev
   local other = framework_fit(opts, p, dev)
-  local setting = setting_fit(opts, p, dev)
+  local setting = setting_fit(opts, p, result, dev)
   local fp = devices_fit(opts, p, result, dev) or ((other or setting) and {})
   if fp then fp.framework, fp.setting = other, setting end
   return fp
@@ -1257,7 +1259,9 @@ function M.parse_strategy(list)
   local short = require("apsearch.search").SHORT_FIELDS
   for _, text in ipairs(list) do
     -- "k = v" stays one pair; then commas and spaces separate pairs
-    text = text:gsub("%s*=%s*", "=")
+    -- (blank runs made one space first: "%s*=%s*" alone takes time
+    -- quadratic in a long run of blanks, util.trim)
+    text = text:gsub("%s+", " "):gsub(" ?= ?", "=")
     for item in text:gmatch("[^,%s]+") do
       local k, v = item:match("^([%w_]+)=(.*)$")
       if not k then util.fail("--strategy", "(syntax)", "expected KEY=VALUE", item) end

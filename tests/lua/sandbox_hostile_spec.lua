@@ -263,6 +263,9 @@ describe("long input strings end at once, and a rule's message reaches no termin
   it("a --set value and a CSV id of 100,000 blanks inside are trimmed in linear time", function()
     stopped("--set", 'training.seq_length: must be a positive integer (got "1' .. (" "):rep(56) .. "...",
       0, { "run", "policy.lua", "-q", "--set", "training.seq_length=1" .. (" "):rep(100000) .. "2" })
+    -- and --strategy's pairs (the review: "%s*=%s*" over the blanks)
+    stopped("--strategy", '(syntax): expected KEY=VALUE (got "x")', 0,
+      { "estimate", "policy.lua", "-q", "--strategy", "tp_degree=1" .. (" "):rep(100000) .. "x" })
     local lines = {}
     for l in read(ROOT .. "/tests/fixtures/cases_small.csv"):gmatch("[^\n]+") do
       if not l:match("^#") then lines[#lines + 1] = l end

@@ -181,11 +181,10 @@ M.DROPLESS_CAPACITY_FACTOR = -1.0
 -- Checked by loading the YAML with MindFormers' own MindFormerConfig,
 -- check_rules, LlamaConfig, _check_moe_config, MoEV2 / MoEV3's FFN
 -- (docs/launch.md).  NOT EXPRESSIBLE: grouped GEMM together with a capacity
--- factor (MoEV3 ignores it), an expert width other than
--- intermediate_size, shared experts, dense layers between MoE layers and
--- MLA (LlamaConfig's MoE FFN is intermediate_size wide on every layer;
--- DeepSeek's are research/deepseek3's model), the flex dispatcher, an
--- expert TP size of its own.  The router: M.router_keys.
+-- factor (MoEV3 ignores it), the flex dispatcher, an expert TP size of
+-- its own; the shapes LlamaConfig's MoE cannot hold (shared experts,
+-- dense layers between MoE layers with their own width, MLA): M.shape_lacks.
+-- The router: M.router_keys.
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function K key writer
 -- @tparam function N note writer
@@ -243,23 +242,7 @@ function M.moe_keys(c, K, N, KA)
     N("NOT EXPRESSIBLE in MindFormers", string.format("etp_degree = %d with tp_degree = %d: no key sets " ..
       "the experts' tensor-parallel size apart from model_parallel", etp, tp))
   end
-  local dense = M.has_dense_layers(m)
-  if dense and m.moe_ffn_hidden_size ~= m.ffn_hidden_size then
-    N("NOT EXPRESSIBLE in MindFormers", string.format("expert width %d beside the dense FFN width %d: " ..
-      "LlamaConfig's experts are intermediate_size wide", m.moe_ffn_hidden_size, m.ffn_hidden_size))
-  end
-  if (m.shared_expert_ffn_hidden_size or 0) > 0 then
-    N("NOT EXPRESSIBLE in MindFormers", "shared experts (" .. m.shared_expert_ffn_hidden_size ..
-      " wide) in LlamaConfig's MoE layer")
-  end
-  if dense then
-    N("NOT EXPRESSIBLE in MindFormers", "dense-FFN layers among the MoE layers: LlamaConfig puts " ..
-      "experts on every layer")
-  end
-  if (m.kv_lora_rank or 0) > 0 then
-    N("NOT EXPRESSIBLE in MindFormers", "multi-head latent attention: LlamaConfig has none (MindFormers' " ..
-      "DeepSeek-V3 is research/deepseek3's model, not written here)")
-  end
+  -- the expert width, shared experts and dense layers: M.shape_lacks
   M.router_keys(c, KA, N, gmm)
 end
 
@@ -361,22 +344,52 @@ end
 -- layer or none, no shared experts, head_dim = hidden_size // num_heads,
 -- attention layers only (mindformers/models/llama/llama_config.py,
 -- llama_transformer.py LLamaDecodeLayer).
+-- Each entry `{what, note}`: a short name for the NOT WRITTEN line and
+-- the NOT EXPRESSIBLE line that says it in full (nil for DeepSeek-V4's
+-- indexer, which launch.llama_block_features says with V4's other parts).
 -- @tparam table m model
--- @treturn table short descriptions, empty when LlamaConfig holds its shapes
+-- @treturn table entries, empty when LlamaConfig holds its shapes
 function M.shape_lacks(m)
   local out = {}
-  if m.hybrid_layer_pattern then out[#out + 1] = "Mamba-2 layers" end
-  if launch_util.has_gated_deltanet(m) then out[#out + 1] = "Gated DeltaNet layers" end
-  if (m.index_n_heads or 0) > 0 then out[#out + 1] = "the sparse-attention indexer" end
-  if (m.kv_lora_rank or 0) > 0 then out[#out + 1] = "multi-head latent attention" end
+  local function add(what, note) out[#out + 1] = { what = what, note = note } end
+  if m.hybrid_layer_pattern then
+    add("Mamba-2 layers", "the hybrid Mamba-2 layers (pattern " .. m.hybrid_layer_pattern .. "): MindSpore " ..
+      "Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are written (apsearch prices " ..
+      "hybrid models for Megatron-LM only)")
+  end
+  -- Kimi Delta Attention, LFM2's short convolutions: launch.LLAMA_BLOCK_LACKS
+  if launch_util.has_gated_deltanet(m) then
+    add("Gated DeltaNet layers", "the Gated DeltaNet layers (Qwen3-Next): MindSpore Transformers has no " ..
+      "Qwen3-Next / Gated DeltaNet model; only the parallel settings are written (apsearch prices Gated " ..
+      "DeltaNet models for Megatron-LM only)")
+  end
+  if (m.index_n_heads or 0) > 0 then
+    add("the sparse-attention indexer", not m.hc_mult and ("DeepSeek Sparse Attention (the lightning indexer " ..
+      "and top-" .. m.index_topk .. " sparse attention): the config written has no indexer; only the parallel " ..
+      "settings are written (apsearch prices DSA for Megatron-LM only)") or nil)
+  end
+  if (m.kv_lora_rank or 0) > 0 then
+    add("multi-head latent attention", "multi-head latent attention: LlamaConfig has none (MindFormers' " ..
+      "DeepSeek-V3 is research/deepseek3's model, not written here)")
+  end
+  -- LLamaAttention: head_dim = hidden_size // num_heads
   if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then
-    out[#out + 1] = "head_dim x heads != hidden_size"
+    add("head_dim x heads != hidden_size", string.format("head_dim %d x %d heads != hidden_size %d " ..
+      "(LlamaConfig derives head_dim = hidden_size // num_heads)", m.head_dim, m.num_attention_heads,
+      m.hidden_size))
   end
   if (m.num_experts or 0) > 0 then
-    if (m.shared_expert_ffn_hidden_size or 0) > 0 then out[#out + 1] = "shared experts" end
+    if (m.shared_expert_ffn_hidden_size or 0) > 0 then
+      add("shared experts", "shared experts (" .. m.shared_expert_ffn_hidden_size .. " wide) in LlamaConfig's " ..
+        "MoE layer")
+    end
     if M.has_dense_layers(m) then
-      out[#out + 1] = "dense-FFN layers among the MoE layers"
-      if m.moe_ffn_hidden_size ~= m.ffn_hidden_size then out[#out + 1] = "an expert width of its own" end
+      add("dense-FFN layers among the MoE layers", "dense-FFN layers among the MoE layers: LlamaConfig puts " ..
+        "experts on every layer")
+      if m.moe_ffn_hidden_size ~= m.ffn_hidden_size then
+        add("an expert width of its own", string.format("expert width %d beside the dense FFN width %d: " ..
+          "LlamaConfig's experts are intermediate_size wide", m.moe_ffn_hidden_size, m.ffn_hidden_size))
+      end
     end
   end
   return out
@@ -417,33 +430,21 @@ function M.render(c)
   local drop = launch_util.dropout_lacks(tr, "MindFormers' LlamaConfig has no dropout key and its Llama layers " ..
     "apply none")
   if drop then N("NOT EXPRESSIBLE in MindFormers", drop) end
-  if m.hybrid_layer_pattern then
-    N("NOT EXPRESSIBLE in MindFormers", "the hybrid Mamba-2 layers (pattern " .. m.hybrid_layer_pattern ..
-      "): MindSpore Transformers has no Mamba-2 / Nemotron-H model; only the parallel settings are " ..
-      "written (apsearch prices hybrid models for Megatron-LM only)")
-  end
-  -- Kimi Delta Attention, LFM2's short convolutions: launch.LLAMA_BLOCK_LACKS
-  if require("apsearch.launch").has_gated_deltanet(m) then
-    N("NOT EXPRESSIBLE in MindFormers", "the Gated DeltaNet layers (Qwen3-Next): MindSpore Transformers " ..
-      "has no Qwen3-Next / Gated DeltaNet model; only the parallel settings are written (apsearch prices " ..
-      "Gated DeltaNet models for Megatron-LM only)")
-  end
-  if (m.index_n_heads or 0) > 0 and not m.hc_mult then -- V4's: llama_block_features
-    N("NOT EXPRESSIBLE in MindFormers", "DeepSeek Sparse Attention (the lightning indexer and top-" ..
-      m.index_topk .. " sparse attention): the config written has no indexer; only the parallel settings " ..
-      "are written (apsearch prices DSA for Megatron-LM only)")
-  end
   if (c.training.mtp_num_layers or 0) > 0 then
     N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
       "prediction (less time and memory than estimated)", c.training.mtp_num_layers))
   end
   -- the architecture keys (KA): none where LlamaConfig would build
   -- another model
-  local lacks = M.shape_lacks(m)
+  local lacks, whats = M.shape_lacks(m), {}
   local KA = K
+  for i, e in ipairs(lacks) do
+    whats[i] = e.what
+    if e.note then N("NOT EXPRESSIBLE in MindFormers", e.note) end
+  end
   if #lacks > 0 then
     N("NOT WRITTEN", "the model's architecture (model.model_config's type and sizes, model.arch, moe_config): " ..
-      "LlamaConfig would build a model of other weights (" .. table.concat(lacks, ", ") .. "); only the " ..
+      "LlamaConfig would build a model of other weights (" .. table.concat(whats, ", ") .. "); only the " ..
       "parallel settings, the layer offsets and seq_length are written: merge them into the model's own " ..
       "MindFormers YAML")
     KA = function() end
@@ -607,7 +608,8 @@ function M.render(c)
   KA("model.model_config.hidden_size", m.hidden_size)
   KA("model.model_config.num_heads", m.num_attention_heads)
   KA("model.model_config.n_kv_heads", m.num_query_groups or m.num_attention_heads)
-  KA("model.model_config.intermediate_size", M.intermediate_size(m), M.intermediate_size(m) ~= m.ffn_hidden_size
+  local width = M.intermediate_size(m)
+  KA("model.model_config.intermediate_size", width, width ~= m.ffn_hidden_size
     and "the experts' width: every layer is an MoE layer" or nil)
   KA("model.model_config.vocab_size", m.vocab_size)
   if m.max_position_embeddings and m.max_position_embeddings > 0 then
@@ -633,12 +635,8 @@ function M.render(c)
     N("NOT EXPRESSIBLE in MindFormers", what .. ": LlamaConfig (LLamaAttention, MoEV3) has no key for it; " ..
       "written without")
   end
-  -- what LlamaConfig has no key for (LLamaAttention: head_dim = hidden_size // num_heads;
-  -- LlamaFeedForward: SwiGLU; LlamaRMSNorm; no MLP bias, no Q/K norm)
-  if m.head_dim and m.num_attention_heads and m.head_dim * m.num_attention_heads ~= m.hidden_size then
-    N("NOT EXPRESSIBLE in MindFormers", string.format("head_dim %d x %d heads != hidden_size %d (LlamaConfig " ..
-      "derives head_dim = hidden_size // num_heads)", m.head_dim, m.num_attention_heads, m.hidden_size))
-  end
+  -- what LlamaConfig has no key for (LlamaFeedForward: SwiGLU;
+  -- LlamaRMSNorm; no MLP bias, no Q/K norm; its shapes: M.shape_lacks)
   if m.mlp and m.mlp ~= "swiglu" then
     N("NOT EXPRESSIBLE in MindFormers", "a " .. tostring(m.mlp) .. " MLP (LlamaConfig's feed-forward is SwiGLU)")
   end

@@ -493,7 +493,8 @@ function M.run(policy, opts)
   local sink_row = sink and sink.row
   local sink_all = sink and sink.mode == "all"
   -- the rows of a block counted at once, written in one call
-  -- (`sink.block(start, cand, cls, ent, cols)`; else walked row by row)
+  -- (`sink.block(start, cand, cls, ent, cols)`, ent never changed once
+  -- handed on; else walked row by row)
   local sink_block = sink_all and sink.block or nil
   if sink and sink.mode ~= "all" and sink.mode ~= "feasible" then
     error("search: candidates.mode must be \"all\" or \"feasible\" (got " .. tostring(sink.mode) .. ")", 0)
@@ -524,9 +525,26 @@ function M.run(policy, opts)
   -- a block's tag when every candidate is streamed, and its reasons by
   -- code: reused from block to block (a tag holds until the next hook
   -- call; codes of earlier blocks left in tag_by_code are not read)
-  local tag_ent, tag_by_code, tag = {}, {}, {}
+  local tag_by_code, tag = {}, {}
+  -- what a decision of the fast path that recurs (its `memo`) resolves
+  -- to once its reasons have their entries: `{[i] = the entry of reason
+  -- i, total = its candidates, tag = its tag when every candidate is
+  -- streamed}` (an entry is never replaced)
+  local known_of = setmetatable({}, { __mode = "k" })
   if fast and opts.enumerate ~= "full" then
-    hooks = M.block_pruner(space, ctx, function(groups, build, cls, class_code, start, cols)
+    hooks = M.block_pruner(space, ctx, function(groups, build, cls, class_code, start, cols, memo)
+      local known = memo and known_of[memo]
+      if known then
+        for i = 1, #known do
+          local e = known[i]
+          e.count = e.count + groups[i].count
+        end
+        filtered = filtered + known.total
+        local t = known.tag
+        if not t then return true end
+        t.start = nil
+        return t
+      end
       -- a reason met for the first time: its example is the first
       -- candidate of the block with it, its message the check's on it
       local ex, ex_msg
@@ -541,7 +559,8 @@ function M.run(policy, opts)
           ex[i], ex_msg[i] = cand, msg
         end
       end
-      local by_code = sink_all and tag_by_code or nil
+      local by_code = (sink_all or memo) and tag_by_code or nil
+      local total = 0
       for i = 1, #groups do
         local g = groups[i]
         local e = summary[g.code]
@@ -551,16 +570,25 @@ function M.run(policy, opts)
             start + g.pos - 1)
           e.count = g.count
         end
-        filtered = filtered + g.count
+        total = total + g.count
         if by_code then by_code[g.code] = e end
+        if memo then known = known or {} known[i] = e end
       end
-      if not by_code then return true end
+      filtered = filtered + total
+      if not sink_all then
+        if memo then known.total = total known_of[memo] = known end
+        return true
+      end
       -- the block's candidates are yielded with this tag when every
       -- candidate is streamed: position i has the entry of class cls[i]
-      for cl in pairs(tag_ent) do tag_ent[cl] = nil end
-      for cl, code in pairs(class_code) do tag_ent[cl] = by_code[code] end
-      tag.cls, tag.ent, tag.cols, tag.start = cls, tag_ent, cols, nil
-      return tag
+      -- (ent: a fresh table, kept with a recurring decision; the sink may
+      -- key what it derives from ent on it)
+      local ent = {}
+      for cl, code in pairs(class_code) do ent[cl] = by_code[code] end
+      local t = memo and {} or tag
+      t.cls, t.ent, t.cols, t.start = cls, ent, cols, nil
+      if memo then known.total, known.tag = total, t known_of[memo] = known end
+      return t
     end, not sink_all, sink_block ~= nil)
   end
   -- puts entry e in the top-k heap: fewer than k are kept, or it is
@@ -1309,7 +1337,11 @@ local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method
 --   `start` the index of its first candidate; returns a tag (or nil to
 --   walk it after all); with `rows`, a sixth argument: what the inner
 --   levels write at each position of a block (`{fields, n, none, [c]}`,
---   for csv_rows:block), or nil when they do not write alike
+--   for csv_rows:block), or nil when they do not write alike; a seventh,
+--   `memo`: a table that stands for the block's decision (its classes,
+--   their codes and reasons: the same tables each time a block is
+--   decided alike), on which on_block may keep what it derives from
+--   them (nil for a subtree)
 -- @tparam[opt] boolean outer skip subtrees above the blocks too (not when
 --   every candidate is yielded: the tags are per block)
 -- @tparam[opt] boolean rows hand on_block the written values of a block
@@ -1478,7 +1510,7 @@ function M.block_pruner(space, ctx, on_block, outer, rows)
       if not first[cl] then first[cl], count[cl] = pos, 0 end
       count[cl] = count[cl] + 1
     end
-    pat = { n = st.n, st = st, vals = vals, cls = cls, first = first, count = count, nt = nt, pp = {},
+    pat = { n = st.n, st = st, vals = vals, cls = cls, first = first, count = count, nt = nt, pp = {}, dec = {},
       d = count[1] or 0, b = count[2] or 0 }
     t[key] = pat
     return pat
@@ -1548,8 +1580,6 @@ function M.block_pruner(space, ctx, on_block, outer, rows)
   local dev_root = {}
   local pp_slot, dev_slot = space_mod.slotter(PP_FIELDS), space_mod.slotter(DEVICES_FIELDS)
 
-  -- (ncls_set: the classes class_code may hold from the block before)
-  local class_code, groups, ncls_set = {}, {}, 0
   -- 1..n and n ones (per-position classes), shared
   local ident, one = {}, {}
   local function identity(m)
@@ -1562,111 +1592,158 @@ function M.block_pruner(space, ctx, on_block, outer, rows)
     if not a then a = {} for i = 1, m do a[i] = 1 end one[m] = a end
     return a
   end
-  local function block_hook(c, start)
-    local pat = pattern(c)
-    if pat.n == 0 then return nil end
-    block, block_pat = c, pat
-    local ncls = 2 + pat.nt
-    for cl = 1, math.max(ncls, ncls_set) do class_code[cl] = nil end
-    ncls_set = ncls
-    local first, count = pat.first, pat.count
-    local undecided = false
-    if first[1] then class_code[1] = "INVALID_DEGREE" end
-    if first[2] or pat.nt > 0 then
-      local tc = tpcp(c)
-      if tc then
-        for cl = 2, ncls do if first[cl] then class_code[cl] = tc end end
-      else
-        if first[2] then class_code[2] = "BATCH_DIVISIBILITY" end
-        if pat.nt > 0 then
-          -- pp per micro-batch (size, count) pair, then devices
-          local t, key = pp_slot(pat.pp, c)
-          local codes = t[key]
-          if not codes then
-            codes = {}
-            for cl = 3, ncls do
-              replay(c, pat.vals[first[cl]])
-              local ok, cd = check(ctx, "pp", c, false)
-              codes[cl] = not ok and cd
-            end
-            t[key] = codes
-          end
-          local dev
-          for cl = 3, ncls do
-            local cd = codes[cl]
-            if not cd then
-              if dev == nil then
-                local dt, dk = dev_slot(dev_root, c)
-                dev = dt[dk]
-                if dev == nil then
-                  replay(c, pat.vals[first[cl]])
-                  local ok, dc = check(ctx, "devices", c, false)
-                  dev = not ok and dc
-                  dt[dk] = dev
-                end
-              end
-              -- passes devices: a later check reads the inner levels,
-              -- the class stays undecided
-              cd = dev
-            end
-            class_code[cl] = cd
-            if not cd then undecided = true end
-          end
-        end
-      end
-    end
-    local cls, codes = pat.cls, class_code
-    if undecided then
-      -- The late checks (moe, recompute_modules, framework) read the
-      -- inner levels: they are run once per block and inner signature
-      -- (the structure's late[pos]), on a candidate of the block with it;
-      -- the block's reasons are then per position.
-      local late, vals = pat.st.late, pat.vals
-      local pos_code, by_late, walk = {}, {}, false
-      for pos = 1, pat.n do
-        local code = class_code[cls[pos]]
-        if not code then
-          local L = late[pos]
-          code = by_late[L]
-          if code == nil then
-            replay(c, vals[pos])
-            local ok, cd = check(ctx, "all", c, false)
-            code = not ok and cd
-            by_late[L] = code
-          end
-          -- passes every check: estimated
-          if not code then walk = true end
-        end
-        pos_code[pos] = code
-      end
-      local id = identity(pat.n)
-      -- walked: the candidates whose reason is known are counted as they
-      -- come (once their reason has its example), the others evaluated
-      if walk then return nil, { partial = true, cls = id, code = pos_code } end
-      cls, codes, first, ncls = id, pos_code, id, pat.n
-      count = ones(pat.n)
-    end
-    -- the reasons of the block, in order of first position
+
+  -- The reasons of classes 1..ncls (class cl: its reason codes[cl], its
+  -- first position first[cl] and count[cl] positions) into out, `{code,
+  -- count, pos}` per reason in order of first position; entries of out
+  -- past them removed.
+  local function group_reasons(codes, first, count, ncls, out)
     local ng = 0
     for cl = 1, ncls do
       local code = codes[cl]
       if code then
         local g
-        for i = 1, ng do if groups[i].code == code then g = groups[i] break end end
+        for i = 1, ng do if out[i].code == code then g = out[i] break end end
         if g then
           g.count = g.count + count[cl]
           if first[cl] < g.pos then g.pos = first[cl] end
         else
           ng = ng + 1
-          g = groups[ng]
-          if not g then g = {} groups[ng] = g end
+          g = out[ng]
+          if not g then g = {} out[ng] = g end
           g.code, g.count, g.pos = code, count[cl], first[cl]
         end
       end
     end
-    for i = ng + 1, #groups do groups[i] = nil end
-    if ng > 1 then table.sort(groups, function(a, b) return a.pos < b.pos end) end
-    local tag = on_block(groups, build, cls, codes, start, rows and columns(pat.st) or nil)
+    for i = ng + 1, #out do out[i] = nil end
+    if ng > 1 then table.sort(out, function(a, b) return a.pos < b.pos end) end
+    return out
+  end
+
+  -- The decision of a block of pattern pat whose first candidate is c:
+  -- `{codes = {[class] = reason code or false}, undecided = true when a
+  -- class passes every check up to devices, groups = its reasons
+  -- (group_reasons) when none does}`.  Class 1 fails degrees; the others
+  -- fail tp or cp (their code on a probe), else class 2 batch, else
+  -- classes 3.. pp (per micro-batch pair) or devices.  It depends on
+  -- pat and on those codes alone: kept per pattern under them (pat.dec),
+  -- so a block like one met before takes it as it is.
+  local function decide(pat, c)
+    local first, ncls = pat.first, 2 + pat.nt
+    local tc = (first[2] or pat.nt > 0) and tpcp(c) or false
+    local codes, dev = false, false
+    if not tc and pat.nt > 0 then
+      -- pp per micro-batch (size, count) pair, then devices
+      local t, key = pp_slot(pat.pp, c)
+      codes = t[key]
+      if not codes then
+        codes = {}
+        for cl = 3, ncls do
+          replay(c, pat.vals[first[cl]])
+          local ok, cd = check(ctx, "pp", c, false)
+          codes[cl] = not ok and cd
+        end
+        t[key] = codes
+      end
+      for cl = 3, ncls do
+        if not codes[cl] then
+          local dt, dk = dev_slot(dev_root, c)
+          dev = dt[dk]
+          if dev == nil then
+            replay(c, pat.vals[first[cl]])
+            local ok, dc = check(ctx, "devices", c, false)
+            dev = not ok and dc
+            dt[dk] = dev
+          end
+          break
+        end
+      end
+    end
+    local under = pat.dec[tc or codes]
+    if not under then under = {} pat.dec[tc or codes] = under end
+    local D = under[dev]
+    if D then return D end
+    local cc, undecided = {}, false
+    cc[1] = first[1] and "INVALID_DEGREE" or false
+    if tc then
+      for cl = 2, ncls do cc[cl] = first[cl] and tc or false end
+    else
+      cc[2] = first[2] and "BATCH_DIVISIBILITY" or false
+      for cl = 3, ncls do
+        -- passes devices: a later check reads the inner levels, the class
+        -- stays undecided
+        cc[cl] = codes[cl] or dev
+        if not cc[cl] then undecided = true end
+      end
+    end
+    D = { codes = cc, undecided = undecided,
+      groups = not undecided and group_reasons(cc, first, pat.count, ncls, {}) or nil }
+    under[dev] = D
+    return D
+  end
+
+  -- The late checks (moe, recompute_modules, framework) read the inner
+  -- levels: for a block whose decision D leaves classes undecided they
+  -- run once per block and inner signature (the structure's late[pos])
+  -- among the undecided positions, on a candidate of the block at the
+  -- signature's first such position (D.sig, D.at).  The block's reasons
+  -- are then per position: `{cls = 1..n, codes = {[pos] = code},
+  -- groups}` (group_reasons), kept per decision under the signatures'
+  -- codes in order (D's trie), or `{walk = tag}` when a position passes
+  -- every check (the block is walked: the candidates whose reason is
+  -- known are counted as they come, the others evaluated).
+  local function late_decision(pat, c, D)
+    local cls, codes, sigs, at = pat.cls, D.codes, D.sig, D.at
+    if not sigs then
+      local late, seen = pat.st.late, {}
+      sigs, at = {}, {}
+      for pos = 1, pat.n do
+        local L = late[pos]
+        if not codes[cls[pos]] and not seen[L] then
+          seen[L] = true
+          sigs[#sigs + 1], at[#at + 1] = L, pos
+        end
+      end
+      D.sig, D.at, D.trie = sigs, at, {}
+    end
+    local vals, by_late, node, walk = pat.vals, {}, D.trie, false
+    for i = 1, #sigs do
+      replay(c, vals[at[i]])
+      local ok, cd = check(ctx, "all", c, false)
+      cd = not ok and cd
+      by_late[sigs[i]] = cd
+      -- passes every check: estimated
+      if not cd then walk = true end
+      if not walk then
+        local nx = node[cd]
+        if not nx then nx = {} node[cd] = nx end
+        node = nx
+      end
+    end
+    local res = not walk and node[1]
+    if res then return res end
+    local late, pos_code = pat.st.late, {}
+    for pos = 1, pat.n do pos_code[pos] = codes[cls[pos]] or by_late[late[pos]] end
+    local id = identity(pat.n)
+    if walk then return { walk = { partial = true, cls = id, code = pos_code } } end
+    res = { cls = id, codes = pos_code, groups = group_reasons(pos_code, id, ones(pat.n), pat.n, {}) }
+    node[1] = res
+    return res
+  end
+
+  local function block_hook(c, start)
+    local pat = pattern(c)
+    if pat.n == 0 then return nil end
+    block, block_pat = c, pat
+    local D = decide(pat, c)
+    local cls, codes, reasons = pat.cls, D.codes, D.groups
+    local memo = D
+    if D.undecided then
+      local late = late_decision(pat, c, D)
+      if late.walk then return nil, late.walk end
+      cls, codes, reasons, memo = late.cls, late.codes, late.groups, late
+    end
+    local tag = on_block(reasons, build, cls, codes, start, rows and columns(pat.st) or nil, memo)
     if not tag then return nil end
     return pat.n, tag
   end

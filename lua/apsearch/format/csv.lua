@@ -190,11 +190,16 @@ function M.candidate_writer(write, mode, gbs, out)
   -- the rows of a block filtered before its estimate, in one call: the
   -- candidate at position pos (index start + pos - 1) has the reason
   -- entry ent[cls[pos]] and cand's fields with cols' values at pos
-  -- (search.block_pruner's columns); the heads of classes ent no longer
-  -- has stay in by_class, unread
-  local by_class = {}
+  -- (search.block_pruner's columns); the search never changes an ent it
+  -- handed on, so the heads by class are made once per ent
+  local heads_by_ent = setmetatable({}, { __mode = "k" })
   local function block(start, cand, cls, ent, cols)
-    for cl, e in pairs(ent) do by_class[cl] = head_of(e) end
+    local by_class = heads_by_ent[ent]
+    if not by_class then
+      by_class = {}
+      for cl, e in pairs(ent) do by_class[cl] = head_of(e) end
+      heads_by_ent[ent] = by_class
+    end
     rows_c:block(start, cand, cls, by_class, cols)
     added(cols.n)
   end

@@ -666,6 +666,8 @@ end
 -- No more devices are probed when no strategy was refused for its memory
 -- or its device count (MEMORY_LIMIT, DEVICE_COUNT): the model's shapes or
 -- the framework's rules refused them, which more devices do not change.
+-- Every probe keeps the run's global batch (the built default would
+-- scale it with the devices), so its step is the same job's.
 -- @tparam table opts parsed options of `run`
 -- @tparam table p the policy searched
 -- @tparam table result its result (no feasible strategy)
@@ -690,6 +692,14 @@ function M.fit_probe(opts, p, result)
   if (result.infeasible_summary or {})[search.LAUNCH_DIFFERS] then return nil end
   local dev = p.cluster.device
   dev = type(dev) == "table" and (dev.base or dev.name) or dev
+  -- the run's global batch on every cluster probed (the built default
+  -- scales with the devices: a step at another batch is another job's)
+  local gbs = math.tointeger(p.training.global_batch_size)
+  if gbs then
+    opts = util.copy(opts)
+    opts.set = util.copy(opts.set or {})
+    opts.set[#opts.set + 1] = "training.global_batch_size=" .. gbs
+  end
   local other = framework_fit(opts, p, dev)
   local setting = setting_fit(opts, p, result, dev)
   local fp = devices_fit(opts, p, result, dev) or ((other or setting) and {})

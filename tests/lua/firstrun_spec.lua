@@ -406,18 +406,20 @@ describe("when nothing fits", function()
     assert.truthy(out:find("closest strategies (least estimated memory):\n  dp=", 1, true), out)
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
     -- doubling from 16 hosts (the first power of two over the 11 the
-    -- states need) fits, then bisecting 11..16: 13 no, 14 yes (FSDP 14 x
-    -- TP 4 x CP 2); it said 128, the doubling's, where 112 fit
-    assert.truthy(out:find("fits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
-      .. "then bisected): ", 1, true), out)
-    -- and the clusters named are what a run on them finds
+    -- states need) fits, then bisecting 11..16: 15 hosts do not, at the
+    -- run's global batch of 128 sequences, which every probe keeps (at
+    -- the default batch of 14 hosts, FSDP 14 fit on 112: a step of
+    -- another job's batch beside this one's)
+    assert.truthy(out:find("fits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults and global batch, "
+      .. "--set\n  training.global_batch_size=128, host counts doubled, then bisected): ", 1, true), out)
+    -- and the clusters named, with that --set, are what a run on them finds
     local _, r = run("llama-3.1-405b", "h100-sxm-80gb:1")
-    local c14, r14, e14 = run("llama-3.1-405b", r.fit_probe.cluster)
-    assert.are.equal(0, c14, e14)
-    assert.are.equal(r14.top_k_strategies[1].performance_cost.step_time, r.fit_probe.step_time)
-    local c13, r13 = run("llama-3.1-405b", "h100-sxm-80gb:13x8")
-    assert.are.equal(1, c13)
-    assert.are.equal(0, #r13.top_k_strategies)
+    local c16, r16, e16 = run("llama-3.1-405b", r.fit_probe.cluster, "--set", "training.global_batch_size=128")
+    assert.are.equal(0, c16, e16)
+    assert.are.equal(r16.top_k_strategies[1].performance_cost.step_time, r.fit_probe.step_time)
+    local c15, r15 = run("llama-3.1-405b", "h100-sxm-80gb:15x8", "--set", "training.global_batch_size=128")
+    assert.are.equal(1, c15)
+    assert.are.equal(0, #r15.top_k_strategies)
   end)
   it("names a --fix that leaves no valid value before memory or devices", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1",
@@ -525,14 +527,15 @@ describe("when nothing fits", function()
   it("names the doubled cluster tried before the one that fits #bulk", function()
     -- Llama-3.1-70B on 8 H100s: its model states need 15 devices (70.6e9
     -- x 18 B over 78.65 GiB), 2 hosts; the probe starts there, where
-    -- nothing fits, then 4 hosts fit, and the bisection between finds 3
-    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1")
+    -- nothing fits, then 4 hosts fit, and the bisection between tries 3,
+    -- whose 24 devices divide into no layout of the run's batch of 128
+    local code, out = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits on 24 devices (h100-sxm-80gb:3x8, not on 16; the same defaults, host counts doubled, "
-      .. "then bisected): ", 1, true), out)
+    assert.truthy(out:find("\nfits on 32 devices (h100-sxm-80gb:4x8, not on 24; the same defaults and global batch, "
+      .. "--set training.global_batch_size=128, host counts doubled, then bisected): ", 1, true), out)
     local _, r = run("llama-3.1-70b", "h100-sxm-80gb:1")
-    assert.are.equal(24, r.fit_probe.devices)
-    assert.are.equal(16, r.fit_probe.not_on)
+    assert.are.equal(32, r.fit_probe.devices)
+    assert.are.equal(24, r.fit_probe.not_on)
     -- DeepSeek-V3: its states need 144 devices (671e9 x 18 B), 18 hosts;
     -- the probe starts at 32 hosts, past the 16 that cannot hold them, and
     -- bisects 17..32 down to 31 (no fit) below 32
@@ -544,22 +547,23 @@ describe("when nothing fits", function()
     -- Llama-3.1-405B on 96 H100s (12 hosts): its model states need 80
     -- devices, 10 hosts; the first power of two above 12 is 16 hosts, 128
     -- devices (it said 256: the doubling started at 2 x 12 = 24 -> 32);
-    -- bisecting from the run's own 12 hosts: 14 fit, 13 do not
-    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
+    -- bisecting from the run's own 12 hosts: 15 do not fit the run's
+    -- batch of 192
+    local code, out = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults, host counts doubled, "
-      .. "then bisected): ", 1, true), out)
+    assert.truthy(out:find("\nfits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults and global batch, "
+      .. "--set training.global_batch_size=192, host counts doubled, then bisected): ", 1, true), out)
   end)
 
   it("doubles the hosts past a --set cluster.num_devices (it searched the run's 16 GPUs at every size)", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.num_devices=16", "--wide")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), out)
+    assert.truthy(out:find("\nfits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults", 1, true), out)
     -- and past a --set cluster.nodes
     local _, nodes = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.nodes=2", "--wide")
-    assert.truthy(nodes:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), nodes)
+    assert.truthy(nodes:find("\nfits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults", 1, true), nodes)
   end)
 
   it("on a host count that is not a power of two, tries the power of two below it first #bulk", function()
@@ -568,7 +572,8 @@ describe("when nothing fits", function()
     -- the 128 its model states need) fit, where it said "fits from 2,048"
     local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:125", "--wide")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits on 512 of the 1,000 devices (h100-sxm-80gb:64x8; the same defaults): ", 1, true), out)
+    assert.truthy(out:find("\nfits on 512 of the 1,000 devices (h100-sxm-80gb:64x8; the same defaults and global batch, "
+      .. "--set training.global_batch_size=8000): ", 1, true), out)
     assert.truthy(out:find("the degrees that would fit do not divide these devices, a part of them does (below); "
       .. "training.framework = fsdp2 fits on these devices (below).", 1, true), out)
     assert.is_nil(out:find("fits on [%d,]+ devices"), out)
@@ -668,23 +673,25 @@ describe("when nothing fits", function()
     local _, out, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100:1x1")
     -- one GPU: no note about what joins it to others
     assert.is_nil(err:find("NVLink", 1, true), err)
-    assert.truthy(out:find("fits on 2 devices (h100-sxm-80gb:1x2, not on 1; the same defaults, the host's GPUs "
-      .. "doubled): ", 1, true), out)
+    assert.truthy(out:find("fits on 2 devices (h100-sxm-80gb:1x2, not on 1; the same defaults and global batch, --set\n  "
+      .. "training.global_batch_size=128, the host's GPUs doubled): ", 1, true), out)
     -- a model the whole board does not hold: then whole boards, as from
     -- one full host (a breaker's pass: 70B went on with 22 hosts of 1)
     local _, part = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100:1x1")
     local _, full = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100:1")
     local fit = full:match("\nfits on [^\n]*")
-    assert.truthy(fit and fit:find("(h100-sxm-80gb:3x8, not on 16;", 1, true), full)
+    assert.truthy(fit and fit:find("(h100-sxm-80gb:4x8, not on 24;", 1, true), full)
     assert.are.equal(fit, part:match("\nfits on [^\n]*"))
   end)
   it("says the doublings are all it tried: a count of 3 hosts is never probed (a breaker's --fix fsdp_degree=12)",
     function()
     local _, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1", "--fix",
       "fsdp_degree=12", "--wide")
-    assert.truthy(out:find("\nno fit up to 512 devices (h100-sxm-80gb:64x8) with the same defaults, on the host counts "
-      .. "tried (doubled; counts between them were not)", 1, true), out)
-    -- and 3 hosts do fit
+    assert.truthy(out:find("\nno fit up to 512 devices (h100-sxm-80gb:64x8) with the same defaults and global batch, "
+      .. "--set training.global_batch_size=128, on the host counts tried (doubled; counts between them were not)", 1,
+      true), out)
+    -- and 3 hosts fit at their own default batch, which FSDP 12 divides
+    -- (not the run's 128, which the probe keeps)
     local code = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:3", "--fix",
       "fsdp_degree=12")
     assert.are.equal(0, code)
@@ -697,7 +704,8 @@ describe("when nothing fits", function()
     assert.are.equal(256, r.fit_probe.tried)
     local _, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:1", "--launchable",
       "torchtitan", "--wide")
-    assert.truthy(out:find("\nno fit on 256 devices (h100-sxm-80gb:32x8) with the same defaults: strategies fit there, "
+    assert.truthy(out:find("\nno fit on 256 devices (h100-sxm-80gb:32x8) with the same defaults and global batch, "
+      .. "--set training.global_batch_size=512: strategies fit there, "
       .. "but the --launchable file builds none of them as estimated (LAUNCH_DIFFERS); more hosts were not tried", 1, true),
       out)
   end)
@@ -718,12 +726,13 @@ describe("when nothing fits", function()
     local code, r, err = run("llama-3.1-70b", "h100-sxm-80gb:1", "-q", "--calibration", calib)
     assert.are.equal(1, code, err)
     local probe = r.fit_probe
-    assert.are.equal("h100-sxm-80gb:3x8", probe.cluster)
-    local c2, r2, e2 = run("llama-3.1-70b", probe.cluster, "-q", "--calibration", calib)
+    assert.are.equal("h100-sxm-80gb:4x8", probe.cluster)
+    local c2, r2, e2 = run("llama-3.1-70b", probe.cluster, "-q", "--calibration", calib, "--set",
+      "training.global_batch_size=128")
     assert.are.equal(0, c2, e2)
     assert.are.equal(r2.top_k_strategies[1].performance_cost.step_time, probe.step_time)
     -- and the calibration moved it: without, the same cluster is faster
-    local _, r3 = run("llama-3.1-70b", probe.cluster, "-q")
+    local _, r3 = run("llama-3.1-70b", probe.cluster, "-q", "--set", "training.global_batch_size=128")
     assert.is_true(r3.top_k_strategies[1].performance_cost.step_time < probe.step_time)
   end)
   it("puts the same in the JSON result (fit_probe) and the report's suggestions #bulk", function()

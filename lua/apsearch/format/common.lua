@@ -771,6 +771,10 @@ function M.fit_probe_text(result)
   local fp = result.fit_probe
   if not fp then return nil end
   local parts = {}
+  -- every probe keeps the run's global batch (cli.fit_probe)
+  local gbs = ((result.inputs or {}).training or {}).global_batch_size
+  local same = gbs and string.format("the same defaults and global batch, --set training.global_batch_size=%d",
+    gbs) or "the same defaults"
   if fp.framework then
     local f = fp.framework
     parts[1] = string.format("fits with training.framework = %s on these devices (this run's command with "
@@ -783,21 +787,21 @@ function M.fit_probe_text(result)
   end
   if fp.smaller then
     local f = fp.smaller
-    parts[#parts + 1] = string.format("fits on %s of the %s devices (%s; the same defaults): %s, step %.3f s",
+    parts[#parts + 1] = string.format("fits on %s of the %s devices (%s; %s): %s, step %.3f s",
       M.commas(f.devices), M.commas(((result.inputs or {}).cluster or {}).num_devices or 0), f.cluster,
-      f.strategy, f.step_time)
+      same, f.strategy, f.step_time)
   elseif fp.devices then
     local below = fp.not_on and string.format(", not on %s", M.commas(fp.not_on)) or ""
     local how = fp.in_host and "the host's GPUs doubled" or "host counts doubled, then bisected"
-    parts[#parts + 1] = string.format("fits on %s devices (%s%s; the same defaults, %s): %s, step %.3f s",
-      M.commas(fp.devices), fp.cluster, below, how, fp.strategy, fp.step_time)
+    parts[#parts + 1] = string.format("fits on %s devices (%s%s; %s, %s): %s, step %.3f s",
+      M.commas(fp.devices), fp.cluster, below, same, how, fp.strategy, fp.step_time)
   elseif fp.tried and fp.launch_differs then
-    parts[#parts + 1] = string.format("no fit on %s devices (%s) with the same defaults: strategies fit there, but "
+    parts[#parts + 1] = string.format("no fit on %s devices (%s) with %s: strategies fit there, but "
       .. "the --launchable file builds none of them as estimated (LAUNCH_DIFFERS); more hosts were not tried",
-      M.commas(fp.tried), fp.cluster)
+      M.commas(fp.tried), fp.cluster, same)
   elseif fp.tried then
-    parts[#parts + 1] = string.format("no fit up to %s devices (%s) with the same defaults, on the host counts "
-      .. "tried (doubled; counts between them were not)", M.commas(fp.tried), fp.cluster)
+    parts[#parts + 1] = string.format("no fit up to %s devices (%s) with %s, on the host counts "
+      .. "tried (doubled; counts between them were not)", M.commas(fp.tried), fp.cluster, same)
     -- nothing here was over a memory limit: the filter reasons' rules
     -- refused every strategy, which more devices may not change
     if not (result.infeasible_summary or {}).MEMORY_LIMIT then

@@ -48,8 +48,10 @@ extern "C" {
  *  when first_last_layers_bf16 is on and they are unset
  *  (transformer_config.py l.652-658 @ d98e8a64). */
 #define APS_BF16_LAYERS_DEFAULT 1
-/** Capacity of a filter reason message, including the NUL. */
-#define APS_REASON_LEN 256
+/** Capacity of a filter reason message, including the NUL: the longest a
+ *  check writes (a hybrid model's FSDP2 refusal with its fix, about 300
+ *  bytes) with room to spare; a longer one ends in "..." (aps_fmt). */
+#define APS_REASON_LEN 512
 
 /* ------------------------------------------------------------------ status */
 

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include "apsearch/core.h"
 
-/** snprintf into msg when msg is non-NULL (n > 0); always NUL-terminated. */
+/** snprintf into msg when msg is non-NULL (n > 0); always NUL-terminated;
+ *  a message longer than n - 1 bytes ends in "..." where it was cut. */
 void aps_fmt(char *msg, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

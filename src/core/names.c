@@ -4,6 +4,7 @@
  * change them only with a schema_version bump.
  */
 #include <stdio.h>
+#include <string.h>
 #include "internal.h"
 
 void aps_fmt(char *msg, size_t n, const char *fmt, ...)
@@ -12,8 +13,11 @@ void aps_fmt(char *msg, size_t n, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, n, fmt, ap);
+    int len = vsnprintf(msg, n, fmt, ap);
     va_end(ap);
+    /* cut: said, not silently dropped (the fix a message ends with) */
+    if (len >= 0 && (size_t)len >= n && n > 4)
+        memcpy(msg + n - 4, "...", 4);
 }
 
 static const char *const reason_codes[APS_REASON_COUNT] = {

@@ -10,6 +10,22 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "../../src/core/internal.h"
+
+/* aps_fmt: a message that fits is written whole; one that does not ends
+ * in "..." where it was cut, never cut silently */
+static void test_fmt_marks_a_cut(void **state)
+{
+    (void)state;
+    char buf[16];
+    aps_fmt(buf, sizeof buf, "%s", "fits in 16");
+    assert_string_equal(buf, "fits in 16");
+    aps_fmt(buf, sizeof buf, "%s = %d", "pp_degree", 12345678);
+    /* "pp_degree = 12345678" is 20 bytes: 12 of it, then "..." */
+    assert_string_equal(buf, "pp_degree = ...");
+    aps_fmt(buf, sizeof buf, "%s", "exactly 15 byte");
+    assert_string_equal(buf, "exactly 15 byte");
+}
 
 static void test_reason_code_names(void **state)
 {
@@ -94,6 +110,7 @@ static void test_pipeline_split_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fmt_marks_a_cut),
         cmocka_unit_test(test_reason_code_names),
         cmocka_unit_test(test_mem_category_names),
         cmocka_unit_test(test_perf_category_names),

@@ -423,6 +423,9 @@ describe("hybrid FSDP", function()
     assert.is_false(e.feasible)
     assert.are.equal("NOT_MODELLED", e.reason)
     assert.truthy(e.message:find("torch FSDP2 shards TransformerLayer units, not MambaLayer", 1, true), e.message)
+    -- whole, with its fix (it was cut at 255 bytes, before it: a new
+    -- user's pass)
+    assert.truthy(e.message:find('use training.fsdp_impl = "megatron_fsdp" or the distributed optimizer$'), e.message)
     tr.fsdp_impl = "megatron_fsdp"
     e = core.context(m, cluster, tr):estimate({ fsdp_degree = 8, micro_batch_size = 1 })
     assert.is_nil(e.message and e.message:find("MambaLayer", 1, true))

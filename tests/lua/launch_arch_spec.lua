@@ -669,4 +669,27 @@ describe("model fields of the architecture (issue 25)", function()
     assert.is_nil(ms:find("dropout", 1, true))
     assert.is_nil(am:find("dropout", 1, true))
   end)
+
+  it("MindFormers writes no LlamaConfig architecture for a model of other weights (a breaker's pass)", function()
+    local mindspore = require "apsearch.launch.mindspore"
+    local function whats(m)
+      local out = {}
+      for _, e in ipairs(mindspore.shape_lacks(m)) do out[#out + 1] = e.what end
+      return table.concat(out, ", ")
+    end
+    -- it wrote 80 equal Llama layers (about 70B) for the 49.9B NAS model,
+    -- 16 attention layers for LFM2's 10 short convolutions and 6
+    -- attention layers, and Jamba's Mamba-1 mixers as attention
+    assert.are.equal("heterogeneous (NAS) layers", whats(load("llama-3.3-nemotron-super-49b")))
+    assert.are.equal("Q/K norms, short-convolution layers", whats(load("lfm2-1.2b")))
+    local jamba = load("jamba-1.5-mini")
+    assert.truthy(whats(jamba):find("Mamba-1 layers", 1, true), whats(jamba))
+    -- OLMoE's Q/K norms over the full width are weights LlamaConfig does
+    -- not build; Llama itself has none of these
+    assert.are.equal("Q/K norms", whats(load("olmoe-1b-7b-0924")))
+    assert.are.equal("", whats(load("llama-3.1-8b")))
+    -- a Gemma GeGLU MLP has SwiGLU's three matrices (another activation,
+    -- the same weights): said, written
+    assert.is_nil(whats(load("gemma-3-1b-pt")):find("MLP", 1, true))
+  end)
 end)

@@ -372,17 +372,20 @@ describe("MindFormers router keys (LLamaDecodeLayer's MoEV3 / MoEV2 @ fd4deebc)"
     local want = {
       { ROOT .. "/examples/models/mixtral-8x7b.json", { expert_num = "8", num_experts_chosen = "2",
         norm_topk_prob = "True" }, "0.02" },
-      -- Qwen3-30B-A3B with head_dim 64 (hidden_size // heads, as
-      -- LlamaConfig derives it; the released 128 is another model to it):
-      -- every layer MoE, so intermediate_size is the experts' 768
-      { "qwen3-hd64", { expert_num = "128", num_experts_chosen = "8", norm_topk_prob = "True" }, "0.001", "768" },
+      -- Qwen1.5-MoE without its shared expert (Qwen3-MoE's Q/K norms are
+      -- weights LlamaConfig does not build: M.shape_lacks): every layer
+      -- MoE, so intermediate_size is the experts' 1,408, not the
+      -- config's dense 5,632; norm_topk_prob false (Qwen2MoeConfig's);
+      -- the file gives no router_aux_loss_coef and no loss is trained
+      { "qwen15-noshared", { expert_num = "60", num_experts_chosen = "4", norm_topk_prob = "False" }, nil,
+        "1408" },
       -- shared experts: LlamaConfig would build another model, so no
       -- moe_config (the router's keys: mf_router above)
       { MOE .. "/qwen1.5-moe-a2.7b.json", nil },
     }
-    local q = cfg_of(ROOT .. "/examples/models/qwen3-30b-a3b.json")
-    q.head_dim = q.hidden_size // q.num_attention_heads
-    want[2][1] = H.write(dir .. "/qwen3-hd64.json", cjson.encode(q))
+    local q = cfg_of(MOE .. "/qwen1.5-moe-a2.7b.json")
+    q.shared_expert_intermediate_size = 0
+    want[2][1] = H.write(dir .. "/qwen15-noshared.json", cjson.encode(q))
     for i, w in ipairs(want) do
       local out = dir .. "/m" .. i
       local code, _, err = H.apsearch("run", "--model", w[1], "--cluster", "h100-sxm-80gb:2x8", "--fix",

@@ -367,51 +367,73 @@ end
 M.LLAMA_BLOCK_NORMS = 2
 
 --- Boolean model fields of a block a Llama builder does not build, and
--- what each engine's note says of them.
+-- what each engine's note says of them: `{field, note[, value]}` (value:
+-- the field's value the entry is for), with `weights = true` and `what`
+-- (a short name) where the Llama block would build other weights than
+-- the model has (MindFormers then writes no architecture:
+-- launch.mindspore.shape_lacks).
 M.LLAMA_BLOCK_LACKS = {
   { "parallel_attn_mlp", "attention and MLP in parallel on one normed input (Cohere2): the Llama block runs " ..
-    "them in sequence" },
+    "them in sequence",
+    weights = true, what = "one norm for attention and MLP" },
   { "mup_multipliers", "the embedding, residual, attention and logit multipliers (Granite, Cohere2): the Llama " ..
     "model has none" },
   { "rotary_interleaved", "interleaved RoPE pairs (rotary_interleaved, GLM-4): the Llama RoPE rotates the two " ..
     "halves of each head" },
   { "reordered_norm", "norms after attention and MLP (reordered_norm, OLMo 2): the Llama block normalises " ..
     "their inputs" },
-  { "embedding_norm", "a norm on the word embeddings (embedding_norm, BLOOM): the Llama model has none" },
-  { "norm_weightless", "norms without a weight or bias (norm_weightless, OLMo): the Llama norms have a weight" },
+  { "embedding_norm", "a norm on the word embeddings (embedding_norm, BLOOM): the Llama model has none",
+    weights = true, what = "a norm on the word embeddings" },
+  { "norm_weightless", "norms without a weight or bias (norm_weightless, OLMo): the Llama norms have a weight",
+    weights = true, what = "norms without weights" },
   { "norm_zero_centered", "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): " ..
     "the Llama norms scale by w" },
   { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
-    "has one head width" },
+    "has one head width",
+    weights = true, what = "the full-attention layers' head width" },
   { "linear_attention", "Kimi Delta Attention layers (Kimi Linear, Kimi K3: linear_attention = kda): no model " ..
-    "of this engine has them (apsearch prices them for NeMo AutoModel)", "kda" },
+    "of this engine has them (apsearch prices them for NeMo AutoModel)", "kda",
+    weights = true, what = "Kimi Delta Attention layers" },
   { "linear_attention", "LFM2's gated short convolutions (linear_attention = short_conv): no model of this " ..
-    "engine has them (apsearch prices them for NeMo AutoModel)", "short_conv" },
+    "engine has them (apsearch prices them for NeMo AutoModel)", "short_conv",
+    weights = true, what = "short-convolution layers" },
   { "linear_attention", "MiniMax's lightning attention (linear_attention = lightning): no model of this engine " ..
-    "has it (apsearch prices it for NeMo AutoModel)", "lightning" },
+    "has it (apsearch prices it for NeMo AutoModel)", "lightning",
+    weights = true, what = "lightning-attention layers" },
   { "linear_attention", "Jamba's Mamba-1 mixers (linear_attention = mamba1): no model of this engine has them " ..
-    "(apsearch prices them for NeMo AutoModel)", "mamba1" },
+    "(apsearch prices them for NeMo AutoModel)", "mamba1",
+    weights = true, what = "Mamba-1 layers" },
   { "nas_ffn_pattern", "heterogeneous layers (Llama-Nemotron NAS block_configs: attention left out of some " ..
-    "layers, each layer's MLP width its own): the Llama block is the same on every layer" },
+    "layers, each layer's MLP width its own): the Llama block is the same on every layer",
+    weights = true, what = "heterogeneous (NAS) layers" },
   { "msa_layers", "MiniMax-M3's block-sparse attention (msa_layers with their indexer): the Llama block " ..
-    "attends densely and has no indexer" },
+    "attends densely and has no indexer",
+    weights = true, what = "the block-sparse attention's indexer" },
   { "global_num_attention_heads", "the full-attention layers' own query heads (global_num_attention_heads, " ..
-    "Laguna): the Llama block has one query-head count" },
+    "Laguna): the Llama block has one query-head count",
+    weights = true, what = "the full-attention layers' query heads" },
   { "attention_head_gate", "a gate per query head on the attention output (attention_head_gate: softplus in " ..
-    "Laguna, sigmoid in Step-3.5): the Llama block has no output gate" },
+    "Laguna, sigmoid in Step-3.5): the Llama block has no output gate",
+    weights = true, what = "a gate per query head" },
   { "global_num_query_groups", "the full-attention layers' own KV heads (global_num_query_groups, Gemma 4): the " ..
-    "Llama block has one KV-head count" },
+    "Llama block has one KV-head count",
+    weights = true, what = "the full-attention layers' KV heads" },
   { "global_k_eq_v", "V taken from K's projection on the full-attention layers (global_k_eq_v, Gemma 4): the " ..
-    "Llama block projects V" },
+    "Llama block projects V",
+    weights = true, what = "V from K's projection" },
   { "moe_router_scales", "the router's input scale and per-expert scales (moe_router_scales, Gemma 4): the Llama " ..
-    "model's router has neither" },
+    "model's router has neither",
+    weights = true, what = "the router's scales" },
   { "attn_v_head_dim", "V heads narrower than Q/K's (attn_v_head_dim, MiMo-V2-Flash): the Llama block has one " ..
-    "head width" },
+    "head width",
+    weights = true, what = "V heads narrower than Q/K's" },
   { "window_attention_sinks", "attention sinks on the windowed layers only (window_attention_sinks, " ..
-    "MiMo-V2-Flash): the Llama block has no sinks" },
+    "MiMo-V2-Flash): the Llama block has no sinks",
+    weights = true, what = "attention sinks" },
   { "hc_mult", "DeepSeek-V4's layers (hyper-connections hc_mult, the CSA / HCA KV compressors and their " ..
     "indexer, the grouped output projection, the low-rank query, hash-routed MoE layers): no model of this " ..
-    "engine has them; only the parallel settings are written" },
+    "engine has them; only the parallel settings are written",
+    weights = true, what = "DeepSeek-V4's layers" },
 }
 
 --- True when the model has linear-attention layers (Gated DeltaNet or

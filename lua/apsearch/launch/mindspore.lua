@@ -188,10 +188,10 @@ M.DROPLESS_CAPACITY_FACTOR = -1.0
 -- @tparam table c context (apsearch.launch.context)
 -- @tparam function K key writer
 -- @tparam function N note writer
--- @tparam[opt] function KA key writer of moe_config (the architecture:
---   a no-op where M.shape_lacks; default K)
-function M.moe_keys(c, K, N, KA)
-  KA = KA or K
+-- @tparam[opt] boolean arch false: the architecture is not written
+--   (M.shape_lacks): the parallel keys alone, and no line about the
+--   moe_config or router keys it leaves out (default true)
+function M.moe_keys(c, K, N, arch)
   local r, m = c.rec, c.model
   local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
   local dp = (r.dp_degree or 1) * (r.fsdp_degree or 1)
@@ -201,6 +201,13 @@ function M.moe_keys(c, K, N, KA)
     N("NOT EXPRESSIBLE in MindFormers", string.format("ep_degree = %d: expert_parallel must divide " ..
       "data_parallel x context_parallel = %d (_check_moe_config); not written", ep, dp * cp))
   end
+  local etp = r.etp_degree or tp
+  if etp ~= tp then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("etp_degree = %d with tp_degree = %d: no key sets " ..
+      "the experts' tensor-parallel size apart from model_parallel", etp, tp))
+  end
+  if arch == false then return end
+  local KA = K
   KA("moe_config.expert_num", m.num_experts)
   KA("moe_config.num_experts_chosen", m.experts_per_token)
   -- LLamaDecodeLayer (llama_transformer.py:940-953): use_gmm -> MoEV3, which
@@ -236,11 +243,6 @@ function M.moe_keys(c, K, N, KA)
     end
   elseif d == "flex" then
     N("NOT EXPRESSIBLE in MindFormers", "the flex (DeepEP) token dispatcher: all-to-all is written")
-  end
-  local etp = r.etp_degree or tp
-  if etp ~= tp then
-    N("NOT EXPRESSIBLE in MindFormers", string.format("etp_degree = %d with tp_degree = %d: no key sets " ..
-      "the experts' tensor-parallel size apart from model_parallel", etp, tp))
   end
   -- the expert width, shared experts and dense layers: M.shape_lacks
   M.router_keys(c, KA, N, gmm)
@@ -391,6 +393,24 @@ function M.shape_lacks(m)
           "LlamaConfig's experts are intermediate_size wide", m.moe_ffn_hidden_size, m.ffn_hidden_size))
       end
     end
+  end
+  -- weights LlamaConfig's block (LlamaFeedForward: gate, up and down;
+  -- LlamaRMSNorm: a weight; no Q/K norm, no MLP bias; two norms a layer;
+  -- no output bias) does not build as the model has them: named here,
+  -- said in full by render's own NOT EXPRESSIBLE lines and
+  -- launch.llama_block_features (the entries of launch.LLAMA_BLOCK_LACKS
+  -- marked `weights`)
+  if m.mlp and m.mlp ~= "swiglu" then add("a " .. tostring(m.mlp) .. " MLP of two matrices") end
+  if m.norm and m.norm ~= "rmsnorm" then add(tostring(m.norm)) end
+  if m.qk_norm then add("Q/K norms") end
+  if m.mlp_bias then add("MLP biases") end
+  if m.position_embedding == "learned" then add("learned position embeddings") end
+  if (m.norms_per_layer or launch_util.LLAMA_BLOCK_NORMS) > launch_util.LLAMA_BLOCK_NORMS then
+    add("sandwich norms")
+  end
+  if m.lm_head_bias then add("the output layer's bias") end
+  for _, f in ipairs(launch_util.LLAMA_BLOCK_LACKS) do
+    if f.weights and m[f[1]] and (f[3] == nil or m[f[1]] == f[3]) then add(f.what) end
   end
   return out
 end
@@ -628,7 +648,7 @@ function M.render(c)
       "partial_rotary_factor): LlamaConfig has no partial-rotation key and FreqsMgr rotates the whole " ..
       "head_dim; written with full RoPE", tostring(m.rotary_percent)))
   end
-  if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N, KA) end
+  if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N, #lacks == 0) end
   -- sigmoid scores: moe_config.use_gating_sigmoid (M.router_keys)
   for _, what in ipairs(launch_util.llama_block_features(m)) do N("NOT EXPRESSIBLE in MindFormers", what) end
   for _, what in ipairs(launch_util.llama4_features(m, tr.seq_length, { moe_router_sigmoid = true })) do

@@ -7191,7 +7191,7 @@ end
 -- class DeepseekV4ForCausalLM)`, `(missing) (read as ...)`; quoted: the
 -- config's own value as util.describe writes it.
 local function read_as(cfg, mt, as, quoted)
-  local function say(v) return quoted and util.describe(v) or tostring(v) end
+  local function say(v) return quoted and util.describe(v) or util.clip(v) end
   if not as then return say(mt) end
   local own = cfg.model_type
   own = type(own) == "string" and own ~= "" and say(own) or "(missing)"
@@ -7677,7 +7677,7 @@ function M.from_config(cfg, source, name)
       "its released config.json names %s in architectures" or "architectures names %s") ..
       ", that type's modelling class)")
       :format(source, (cfg.model_type == nil or is_null(cfg.model_type) or cfg.model_type == "") and "(missing)"
-        or type(cfg.model_type) == "string" and cfg.model_type or util.describe(cfg.model_type), mt, as)
+        or type(cfg.model_type) == "string" and util.clip(cfg.model_type) or util.describe(cfg.model_type), mt, as)
   end
   if M.ADJUST[mt] then cfg = M.ADJUST[mt](cfg, source) end
   local kv_class = M.KV_HEADS_CLASS_DEFAULTS[mt]

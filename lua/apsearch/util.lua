@@ -83,6 +83,17 @@ end
 -- one is cut with "...".
 M.FIELD_TEXT_MAX = 120
 
+--- A name or value shown unquoted in a message, cut as M.fail cuts a
+-- field name: at most M.FIELD_TEXT_MAX bytes, "..." where it was cut (a
+-- config's model_type of a megabyte was echoed whole).
+-- @param v any value (tostring'd)
+-- @treturn string
+function M.clip(v)
+  v = tostring(v)
+  if #v > M.FIELD_TEXT_MAX then v = v:sub(1, M.FIELD_TEXT_MAX - 3) .. "..." end
+  return v
+end
+
 --- Raises the one-line input error `<file>: <field>: <problem> (got <value>)`.
 -- @tparam string file the file (or `--set`, `--fix`) the bad value came from
 -- @tparam string field the dotted field path
@@ -94,8 +105,7 @@ function M.fail(file, field, problem, got, has_got)
   local msg
   -- a field name a script or file made long (a 300,000-byte key) is cut
   -- as a long value is (M.describe)
-  field = tostring(field)
-  if #field > M.FIELD_TEXT_MAX then field = field:sub(1, M.FIELD_TEXT_MAX - 3) .. "..." end
+  field = M.clip(field)
   if has_got == false then
     msg = format("%s: %s: %s", file, field, problem)
   else

@@ -921,6 +921,13 @@ describe("apsearch.hf architectures", function()
       local _, info3 = hf.from_config(cfg, "kimi/config.json")
       assert.truthy(table.concat(info3.notes, "\n"):find("model_type (missing) read as deepseek_v3", 1, true))
     end
+    -- a megabyte model_type is cut in the note as in an error (a
+    -- breaker's pass: the note echoed it whole), at 120 bytes
+    cfg.model_type = string.rep("k", 1000000)
+    local _, info4 = hf.from_config(cfg, "kimi/config.json")
+    local line = table.concat(info4.notes, "\n"):match("[^\n]*read as deepseek_v3[^\n]*")
+    assert.truthy(line:find("model_type " .. string.rep("k", 117) .. "... read as deepseek_v3", 1, true), line)
+    assert.is_true(#line < 300, #line)
     cfg.model_type = "deepseek_v3"
     local same = hf.from_config(cfg, "kimi/config.json")
     assert.are.same(core.model_params(same), core.model_params(m))

@@ -967,9 +967,11 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
     assert.is_nil(html.render(r, { echarts_js = "/*stub*/" }):find('id="stage-rank"', 1, true))
     assert.truthy(html.render(run(), { echarts_js = "/*stub*/" }):find('id="stage-rank"', 1, true))
     -- the fit probe's finding, as the terminal says it (format.common.fit_probe_text)
+    -- (every probe keeps the run's global batch, and says how)
     r.fit_probe = { tried = 512, cluster = "h100-sxm-80gb:64x8" }
     assert.truthy(html.render(r, {}):find('<p id="fit-probe">No fit up to 512 devices (h100-sxm-80gb:64x8) with the '
-      .. 'same defaults, on the host counts tried (doubled; counts between them were not).</p>', 1, true))
+      .. 'same defaults and global batch, --set training.global_batch_size=' .. r.inputs.training.global_batch_size
+      .. ', on the host counts tried (doubled; counts between them were not).</p>', 1, true))
     r.fit_probe = nil
     -- a limit given on max reserved (the default kind): the closest are
     -- those least over it, and the limit offered admits the first

@@ -14,14 +14,6 @@ local FILE = ROOT .. "/tests/fixtures/heldout/public_runs_found.csv"
 
 describe("held out: published runs found on 2026-12-06", function()
   it("reads and estimates all 14 rows, none refused", function()
-    local r = H.validated(FILE)
-    assert.are.equal(14, r.summary.cases)
-    assert.are.equal(0, r.summary.failed)
-    assert.are.equal(14, r.summary.throughput.count)
-    for _, c in ipairs(r.cases) do
-      assert.is_nil(c.error, c.case_id)
-      assert.is_true(H.finite(c.predicted.tokens_per_s_per_gpu) and c.predicted.tokens_per_s_per_gpu > 0, c.case_id)
-      assert.is_true(H.finite(c.error_pct.tokens_per_s_per_gpu), c.case_id)
-    end
+    H.assert_all_estimated(FILE, 14)
   end)
 end)

@@ -16,15 +16,7 @@ local FILE = ROOT .. "/tests/fixtures/heldout/mlperf_training.csv"
 
 describe("held out: MLPerf Training results", function()
   it("reads and estimates all 30 rows, none refused", function()
-    local r = H.validated(FILE)
-    assert.are.equal(30, r.summary.cases)
-    assert.are.equal(0, r.summary.failed)
-    assert.are.equal(30, r.summary.throughput.count)
-    for _, c in ipairs(r.cases) do
-      assert.is_nil(c.error, c.case_id)
-      assert.is_true(H.finite(c.predicted.tokens_per_s_per_gpu) and c.predicted.tokens_per_s_per_gpu > 0, c.case_id)
-      assert.is_true(H.finite(c.error_pct.tokens_per_s_per_gpu), c.case_id)
-    end
+    H.assert_all_estimated(FILE, 30)
   end)
   it("states each row's throughput as its batch, sequence and step give it", function()
     local records = require("apsearch.csvread").parse(H.read(FILE), FILE)

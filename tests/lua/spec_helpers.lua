@@ -141,6 +141,27 @@ function M.validated(path)
   return validated[path]
 end
 
+--- Asserts that a held-out cases file has n rows, every one read and
+-- estimated (none refused) with a finite, positive throughput and a
+-- finite error (no accuracy figure: held-out sets report theirs in
+-- docs/accuracy.md).
+-- @tparam string path the cases file
+-- @tparam integer n its rows
+-- @treturn table the validate result (M.validated)
+function M.assert_all_estimated(path, n)
+  local r = M.validated(path)
+  assert.are.equal(n, r.summary.cases)
+  assert.are.equal(0, r.summary.failed)
+  assert.are.equal(n, r.summary.throughput.count)
+  for _, c in ipairs(r.cases) do
+    assert.is_nil(c.error, c.case_id)
+    local tps = c.predicted.tokens_per_s_per_gpu
+    assert.is_true(M.finite(tps) and tps > 0, c.case_id)
+    assert.is_true(M.finite(c.error_pct.tokens_per_s_per_gpu), c.case_id)
+  end
+  return r
+end
+
 function M.copy(t)
   local c = {}
   for k, v in pairs(t) do c[k] = v end

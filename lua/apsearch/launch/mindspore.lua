@@ -395,16 +395,20 @@ function M.shape_lacks(m)
     end
   end
   -- weights LlamaConfig's block (LlamaFeedForward: gate, up and down;
-  -- LlamaRMSNorm: a weight; no Q/K norm, no MLP bias; two norms a layer;
-  -- no output bias) does not build as the model has them: named here,
-  -- said in full by render's own NOT EXPRESSIBLE lines and
-  -- launch.llama_block_features (the entries of launch.LLAMA_BLOCK_LACKS
-  -- marked `weights`)
-  if m.mlp and m.mlp ~= "swiglu" then add("a " .. tostring(m.mlp) .. " MLP of two matrices") end
-  if m.norm and m.norm ~= "rmsnorm" then add(tostring(m.norm)) end
-  if m.qk_norm then add("Q/K norms") end
-  if m.mlp_bias then add("MLP biases") end
-  if m.position_embedding == "learned" then add("learned position embeddings") end
+  -- LlamaRMSNorm: a weight; no Q/K norm, no MLP bias; RoPE; two norms a
+  -- layer; no output bias) does not build as the model has them; the
+  -- last two, and the entries of launch.LLAMA_BLOCK_LACKS marked
+  -- `weights`, said in full by launch.llama_block_features
+  if m.mlp and m.mlp ~= "swiglu" then
+    add("a " .. tostring(m.mlp) .. " MLP of two matrices", "a " .. tostring(m.mlp) .. " MLP (LlamaConfig's " ..
+      "feed-forward is SwiGLU)")
+  end
+  if m.norm and m.norm ~= "rmsnorm" then add(tostring(m.norm), tostring(m.norm) .. " (LlamaConfig uses RMSNorm)") end
+  if m.qk_norm then add("Q/K norms", "Q/K norms (LlamaConfig has none)") end
+  if m.mlp_bias then add("MLP biases", "MLP biases (LlamaConfig has none)") end
+  if m.position_embedding == "learned" then
+    add("learned position embeddings", "learned positions (LlamaConfig uses RoPE)")
+  end
   if (m.norms_per_layer or launch_util.LLAMA_BLOCK_NORMS) > launch_util.LLAMA_BLOCK_NORMS then
     add("sandwich norms")
   end
@@ -655,19 +659,11 @@ function M.render(c)
     N("NOT EXPRESSIBLE in MindFormers", what .. ": LlamaConfig (LLamaAttention, MoEV3) has no key for it; " ..
       "written without")
   end
-  -- what LlamaConfig has no key for (LlamaFeedForward: SwiGLU;
-  -- LlamaRMSNorm; no MLP bias, no Q/K norm; its shapes: M.shape_lacks)
-  if m.mlp and m.mlp ~= "swiglu" then
-    N("NOT EXPRESSIBLE in MindFormers", "a " .. tostring(m.mlp) .. " MLP (LlamaConfig's feed-forward is SwiGLU)")
-  end
-  if m.norm and m.norm ~= "rmsnorm" then
-    N("NOT EXPRESSIBLE in MindFormers", tostring(m.norm) .. " (LlamaConfig uses RMSNorm)")
-  end
-  if m.position_embedding and m.position_embedding ~= "rope" then
+  -- what LlamaConfig has no key for and the weights stay (RoPE where the
+  -- model has ALiBi or no positions; the weights it lacks: M.shape_lacks)
+  if m.position_embedding and m.position_embedding ~= "rope" and m.position_embedding ~= "learned" then
     N("NOT EXPRESSIBLE in MindFormers", tostring(m.position_embedding) .. " positions (LlamaConfig uses RoPE)")
   end
-  if m.mlp_bias then N("NOT EXPRESSIBLE in MindFormers", "MLP biases (LlamaConfig has none)") end
-  if m.qk_norm then N("NOT EXPRESSIBLE in MindFormers", "Q/K norms (LlamaConfig has none)") end
   if (m.sliding_window or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", "sliding-window attention (LlamaConfig attends to the whole sequence)")
   end

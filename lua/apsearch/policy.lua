@@ -428,6 +428,31 @@ function M.is_path(s)
   return pathish(s) and true or false
 end
 
+-- on / off as the run's lines spell an on-off value (sp=on), in a list too
+local function on_off(value)
+  if type(value) == "table" then
+    local out = {}
+    for i, v in ipairs(value) do out[i] = on_off(v) end
+    return out
+  end
+  if value == "on" then return true elseif value == "off" then return false end
+  return value
+end
+
+--- The field and value a `--fix` pair names: a short name as the run's
+-- strategy lines print it (`tp=8`, `sp=on`, `recompute=full`,
+-- schema.strategy_short) is its strategy field, and an on-off field takes
+-- on / off, so a line the run printed pastes back into --fix.
+-- @tparam string key as given (a field, an HSDP alias or a short name)
+-- @param value the parsed value (a scalar or a list)
+-- @treturn string,any the key to set and its value
+function M.fix_field(key, value)
+  key = schema.strategy_short[key] or key
+  local dim = schema.strategy_aliases[key] or key
+  if schema.strategy[dim] == "bool" then value = on_off(value) end
+  return key, value
+end
+
 local function apply_fix(raw, key, value)
   local dim = schema.strategy_aliases[key] or key
   if not schema.strategy[dim] or dim == "allow_idle_devices" then
@@ -477,6 +502,7 @@ local function check_shadowed(raw, file, opts)
   end
   for i, s in ipairs(opts.fix or {}) do
     local key = tostring(s):match("^%s*([%w_%.]+)%s*=")
+    key = key and M.fix_field(key)
     list[#list + 1] = { kind = "fix", index = i, key = key and ("search_space." .. (schema.strategy_aliases[key] or key)) }
   end
   if opts.top_k ~= nil then list[#list + 1] = { kind = "top_k", key = "top_k" } end
@@ -1198,7 +1224,7 @@ function M.from_table(raw, file, opts)
   end
   local fixed, fix_notes = {}, set_notes
   for _, s in ipairs(opts.fix or {}) do
-    local key, value = M.parse_assignment(s, "--fix")
+    local key, value = M.fix_field(M.parse_assignment(s, "--fix"))
     apply_fix(raw, key, value)
     overrides[#overrides + 1] = { kind = "fix", key = key, value = value }
     local dim = schema.strategy_aliases[key] or key

@@ -283,6 +283,19 @@ M.strategy_aliases = {
   hsdp_replicate_degree = "dp_degree",
 }
 
+--- The short names the run's strategy lines print (search.describe_strategy:
+-- `dp=4 tp=8 sp=on mbs=1 recompute=none`), with the strategy field each
+-- stands for: `estimate --strategy` and `run --fix` take them, so a line the
+-- run printed pastes back as it is; `sp` and the other on-off fields as
+-- on / off.
+M.strategy_short = {
+  dp = "dp_degree", fsdp = "fsdp_degree", tp = "tp_degree", sp = "sequence_parallel", pp = "pp_degree",
+  vpp = "vpp_degree", schedule = "pp_schedule", mbgroup = "microbatch_group_size", cp = "cp_degree",
+  cp_comm = "cp_comm_type", zero = "zero_stage", ep = "ep_degree", etp = "etp_degree",
+  reshard = "reshard_after_forward", mbs = "micro_batch_size", mbn = "micro_batch_num",
+  recompute = "layer_recompute",
+}
+
 --- Search dimensions, in enumeration order (outermost first).
 M.dimensions = {
   "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type",

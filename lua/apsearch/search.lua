@@ -171,16 +171,8 @@ local function custom_objective_maximize(obj)
   return obj.maximize
 end
 
---- The short names M.describe_strategy writes, with the strategy field
--- each stands for: `estimate --strategy` takes them (a line the run
--- printed pastes back as it is), `sp` as on / off.
-M.SHORT_FIELDS = {
-  dp = "dp_degree", fsdp = "fsdp_degree", tp = "tp_degree", sp = "sequence_parallel", pp = "pp_degree",
-  vpp = "vpp_degree", schedule = "pp_schedule", mbgroup = "microbatch_group_size", cp = "cp_degree",
-  cp_comm = "cp_comm_type", zero = "zero_stage", ep = "ep_degree", etp = "etp_degree",
-  reshard = "reshard_after_forward", mbs = "micro_batch_size", mbn = "micro_batch_num",
-  recompute = "layer_recompute",
-}
+--- The short names M.describe_strategy writes (schema.strategy_short).
+M.SHORT_FIELDS = schema.strategy_short
 
 --- One-line description of a strategy for logs.  The pipeline schedule
 -- is named (`schedule=dualpipev`) when the strategy pipelines with another

@@ -407,6 +407,20 @@ describe("--set and --fix", function()
     assert.are.same({ kind = "fix", key = "tp_degree", value = 2 }, p.overrides[1])
   end)
 
+  it("--fix takes the short names and on / off the run's strategy lines print", function()
+    local p = norm(base(), { fix = { "tp=4", "sp=on", "mbs=1,2", "recompute=selective" } })
+    local d = p.search_space.dims
+    assert.are.same({ 4 }, d.tp_degree)
+    assert.are.same({ true }, d.sequence_parallel)
+    assert.are.same({ 1, 2 }, d.micro_batch_size)
+    assert.are.same({ "selective" }, d.layer_recompute)
+    assert.are.same({ kind = "fix", key = "tp_degree", value = 4 }, p.overrides[1])
+    assert.are.same({ kind = "fix", key = "sequence_parallel", value = true }, p.overrides[2])
+    -- on / off only for an on-off field
+    assert.are.equal('--fix: search_space.cp_degree: must be a positive integer (got "off")',
+      err_of(norm, base(), { fix = { "cp=off" } }))
+  end)
+
   it("names --fix in errors it causes", function()
     assert.are.equal("--fix: search_space.tp_degree: must be a positive integer (got 0)",
       err_of(norm, base(), { fix = { "tp_degree=0" } }))

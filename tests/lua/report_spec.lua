@@ -985,6 +985,17 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
     assert.is_true(fits.all_candidate_summary.feasible > 0)
   end)
 
+  it("every filter reason the core returns has what to relax", function()
+    for _, code in ipairs(require("apsearch.core").reason_codes) do
+      if code ~= "NONE" then assert.is_string(html.RELAX[code], code) end
+    end
+    -- a MoE space refused for its expert degree alone says so first
+    local dg = html.diagnose({ inputs = {}, all_candidate_summary = { estimated = 0, filtered_early = 8 },
+      infeasible_summary = { EP_DIVISIBILITY = { count = 8, phase = "early",
+        message = "num_experts = 256 is not divisible by ep_degree = 512" } } })
+    assert.truthy(dg.suggestions[1]:find("^expert parallel: ep_degree must divide num_experts"), dg.suggestions[1])
+  end)
+
   it("the memory limit of a result without top-k is the core's (device less margin)", function()
     local r = run()
     local limit = r.top_k_strategies[1].memory_cost.limit

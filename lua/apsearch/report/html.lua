@@ -283,8 +283,10 @@ function M.memory_limit(result)
   return nil
 end
 
--- what to relax, per reason code (the early ones: a cheap rule)
-local RELAX = {
+--- What to relax, per filter reason code (the early ones: a cheap rule);
+-- every code the core returns (core.reason_codes but NONE) and the search's
+-- LAUNCH_DIFFERS has one.
+M.RELAX = {
   MEMORY_LIMIT = "memory: let the space shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, zero_stage, layer_recompute = full, a smaller micro_batch_size), or raise the limit (--set cluster.memory_limit_gib=N, up to the device's memory)",
   BATCH_DIVISIBILITY = "batch: global_batch_size must divide by the data-parallel ranks x micro_batch_size; change training.global_batch_size or widen micro_batch_size / the data-parallel degrees",
   DEVICE_COUNT = "device count: the degrees must multiply to the devices; widen the degree ranges (data_parallel = \"auto\") or allow idle devices (--set constraints.allow_idle_devices=true)",
@@ -293,6 +295,7 @@ local RELAX = {
   PP_PARTITION = "pipeline split: the stage partition is not valid for these degrees; widen pp_degree / vpp_degree or change stage_partition / layer_offset",
   VPP_INVALID = "interleaving: vpp_degree > 1 needs pp_degree > 1 and micro_batch_num divisible by pp_degree (Megatron-LM; or, listed as microbatch_group_size, groups of G in [pp_degree, micro_batch_num] that leave 0 or at least pp_degree micro-batches); allow vpp_degree = 1 or other pp_degree and micro_batch_num values",
   TP_DIVISIBILITY = "tensor parallel: tp_degree must divide the attention heads, query groups and FFN width; allow smaller tp_degree values",
+  EP_DIVISIBILITY = "expert parallel: ep_degree must divide num_experts, etp_degree x ep_degree the ranks of a pipeline stage (tp x cp x dp) and etp_degree the expert FFN width (the filter reasons say which); allow ep_degree / etp_degree values that divide them, or other tp, cp and data-parallel degrees",
   CP_DIVISIBILITY = "context parallel: seq_length must divide by 2 x cp_degree (x tp_degree with sequence parallelism), and with cp_comm_type = a2a the heads and query groups per TP rank by cp_degree (the filter reasons say which); allow smaller cp_degree values or another cp_comm_type",
   HSDP_INVALID = "HSDP: the replicate x shard layout is not valid; allow fsdp_degree = 1 or other data-parallel splits",
   ZERO_STAGE_INVALID = "ZeRO: this zero_stage does not apply to the strategy; allow other zero_stage values",
@@ -424,7 +427,7 @@ end
 -- policy built from --model / --cluster and searched as built already
 -- allows every value their RELAX text asks for, so it is not offered.
 M.SPACE_RULES = { VPP_INVALID = true, PP_PARTITION = true, PP_DIVISIBILITY = true, DEVICE_COUNT = true,
-  CP_DIVISIBILITY = true, TP_DIVISIBILITY = true, HSDP_INVALID = true, ZERO_STAGE_INVALID = true,
+  CP_DIVISIBILITY = true, TP_DIVISIBILITY = true, EP_DIVISIBILITY = true, HSDP_INVALID = true, ZERO_STAGE_INVALID = true,
   INVALID_DEGREE = true, FRAMEWORK_UNSUPPORTED = true, NOT_MODELLED = true }
 
 --- The early-filter reasons a --set of a training, model or cluster field
@@ -469,7 +472,7 @@ local function relax_suggestions(out, memory_said, built, launch_only, settings)
     if not seen[r.code] and not whole
         and not (launch_only and r.code ~= "LAUNCH_DIFFERS") then
       seen[r.code] = true
-      local text = RELAX[r.code] or (r.rule and string.format(
+      local text = M.RELAX[r.code] or (r.rule and string.format(
         "policy rule %s: relax or remove it (constraints.rules)", tostring(r.rule))) or nil
       if text then
         -- run --launchable first: the restriction the user added, which

@@ -2143,16 +2143,52 @@ describe("launch configs", function()
       "(moe_paged_stash)", 1, true), am)
   end)
 
-  it("keep the MoE model NOT WRITTEN when HEAD's family cannot build it", function()
+  -- qwen3/__init__.py _30b_a3b, deepseek_v3/__init__.py _16b @ b5bcd76c:
+  -- the flavours' embeddings, final norm and lm_head
+  it("write an MoE model of a width or vocabulary no flavour has with its own embeddings and lm_head", function()
     local tt = require "apsearch.launch.torchtitan"
     -- Qwen3-30B-A3B with a width no qwen3 flavour has
     local m = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 768, qk_norm = true,
       hidden_size = 3072, vocab_size = 151936, num_layers = 4, num_attention_heads = 32, head_dim = 128,
       num_query_groups = 4, ffn_hidden_size = 6144, moe_layer_freq = 1 }
-    local mm, why = tt.moe_model(m, 4096)
-    assert.is_nil(mm)
-    assert.are.equal("no qwen3 flavour has dim 3072 and vocab 151936 (model_registry builds the embeddings " ..
-      "and lm_head)", why)
+    local mm = assert(tt.moe_model(m, 4096))
+    assert.are.equal("30B-A3B", mm.flavor)
+    assert.is_true(mm.own_head)
+    local lines, imported = {}, {}
+    tt.moe_head_config(mm, m, lines, function(mod, name) imported[#imported + 1] = mod .. "." .. name end)
+    assert.are.same({
+      "    config.model_spec.model.dim = 3072",
+      "    config.model_spec.model.vocab_size = 151936  # TorchTitan pads no vocabulary",
+      "    config.model_spec.model.tok_embeddings = Embedding.Config(num_embeddings=151936, embedding_dim=3072, " ..
+        "param_init=_EMBEDDING_INIT)",
+      "    config.model_spec.model.norm = _qwen3_norm(3072)",
+      "    config.model_spec.model.lm_head = Linear.Config(in_features=3072, out_features=151936, " ..
+        "param_init=_LINEAR_INIT)" }, lines)
+    assert.truthy(table.concat(imported, " "):find("torchtitan.models.qwen3._qwen3_norm", 1, true))
+    -- Kimi-K2 (DeepSeek-V3's layout, vocab 163840): the 671B flavour with
+    -- the model's own head, MLA layers and 384 experts, nothing NOT WRITTEN
+    -- (TorchTitan b5bcd76c's ConfigManager loads it and its Linear /
+    -- Embedding configs count the 1,026,408,209,408 parameters transformers
+    -- does, less the 60 x 384 expert biases TorchTitan keeps as buffers)
+    local H = require "spec_helpers"
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", ROOT .. "/examples/models/kimi-k2-instruct.json", "--cluster",
+      "h100:128x8", "--set", "training.framework=fsdp2", "--top-k", "1", "-q", "--out", dir)
+    assert.are.equal(0, code, err)
+    local kimi = H.read(dir .. "/launch/rank1_torchtitan.py")
+    assert.is_nil(kimi:find("NOT WRITTEN", 1, true), kimi)
+    for _, want in ipairs({ 'config.model_spec = model_registry("671B")\n',
+        "config.model_spec.model.vocab_size = 163840  #",
+        "config.model_spec.model.lm_head = Linear.Config(in_features=7168, out_features=163840, " ..
+          "param_init=_output_linear_init(7168))\n", "n_heads=64,", "q_lora_rank=1536,", "num_experts=384," }) do
+      assert.truthy(kimi:find(want, 1, true), want)
+    end
+    -- a flavour of the model's size: built by model_registry as it is
+    m.hidden_size = 2048
+    mm = assert(tt.moe_model(m, 4096))
+    assert.are.equal("30B-A3B", mm.flavor)
+    assert.is_false(mm.own_head)
+    local why
     -- shared experts on a qwen3-like model (Qwen1.5-MoE style)
     m.hidden_size, m.shared_expert_ffn_hidden_size = 2048, 5632
     mm, why = tt.moe_model(m, 4096)

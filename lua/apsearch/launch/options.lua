@@ -512,7 +512,10 @@ M.torchtitan = {
     qwen3 = {
       module = "torchtitan.models.qwen3", config_module = "torchtitan.models.qwen3.config_registry",
       base = "qwen3_30b_a3b", builder = "_build_qwen3_moe_layers", rope = "CosSinRoPE.Config",
-      norm_eps = 1e-6,
+      norm_eps = 1e-6, default_flavor = "30B-A3B",
+      -- the flavours' embeddings, final norm and lm_head (qwen3/__init__.py _30b_a3b)
+      head = { embedding_init = "_EMBEDDING_INIT", norm = "_qwen3_norm(%d)", lm_head_init = "_LINEAR_INIT",
+        imports = { "_EMBEDDING_INIT", "_qwen3_norm", "_LINEAR_INIT" } },
       flavors = { ["30B-A3B"] = { dim = 2048, vocab_size = 151936 },
                   ["235B-A22B"] = { dim = 4096, vocab_size = 151936 } },
       args = { n_layers = { type = "int", min = 1 }, dim = { type = "int", min = 1 },
@@ -528,6 +531,10 @@ M.torchtitan = {
     deepseek_v3 = {
       module = "torchtitan.models.deepseek_v3", config_module = "torchtitan.models.deepseek_v3.config_registry",
       base = "deepseek_v3_671b", builder = "_build_dsv3_layers", rope = "ComplexRoPE.Config",
+      default_flavor = "671B",
+      -- the flavours' embeddings, final norm and lm_head (deepseek_v3/__init__.py _16b)
+      head = { embedding_init = "_EMBEDDING_INIT", norm = "RMSNorm.Config(normalized_shape=%d, param_init=_NORM_INIT)",
+        lm_head_init = "_output_linear_init(%d)", imports = { "_EMBEDDING_INIT", "_NORM_INIT", "_output_linear_init" } },
       flavors = {
         ["16B"] = { dim = 2048, vocab_size = 102400, routing = { router_route_scale = 1.0,
           router_route_norm = false, mscale = 0.70, beta_fast = 32.0, beta_slow = 1.0 } },
@@ -565,9 +572,11 @@ M.torchtitan = {
   base_configs = set({ "llama3_8b", "llama3_70b", "llama3_405b", "qwen3_30b_a3b", "deepseek_v3_671b" }),
   imports = {
     ["torchtitan.models.qwen3.config_registry"] = set({ "qwen3_30b_a3b" }),
-    ["torchtitan.models.qwen3"] = set({ "model_registry", "_build_qwen3_moe_layers" }),
+    ["torchtitan.models.qwen3"] = set({ "model_registry", "_build_qwen3_moe_layers", "_EMBEDDING_INIT",
+      "_qwen3_norm", "_LINEAR_INIT" }),
     ["torchtitan.models.deepseek_v3.config_registry"] = set({ "deepseek_v3_671b" }),
-    ["torchtitan.models.deepseek_v3"] = set({ "model_registry", "_build_dsv3_layers" }),
+    ["torchtitan.models.deepseek_v3"] = set({ "model_registry", "_build_dsv3_layers", "_EMBEDDING_INIT",
+      "_NORM_INIT", "_output_linear_init" }),
     ["torchtitan.models.llama3.config_registry"] = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
     ["torchtitan.models.llama3"] = set({ "model_registry", "Llama3Model", "_build_llama3_layers",
       "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init" }),

@@ -521,8 +521,9 @@ end
 -- (torchtitan/models/deepseek_v3/__init__.py _build_dsv3_layers ->
 -- build_mla_moe_layers).  The flavour is the family's with the model's
 -- dim and vocab_size (model_registry builds the embeddings, final norm and
--- lm_head from them); the layers are the builder's with the model's
--- numbers.  The router's groups, route scale and norm are the model's
+-- lm_head from them), else the family's default_flavor with the model's
+-- own (own_head, M.moe_head_config); the layers are the builder's with the
+-- model's numbers.  The router's groups, route scale and norm are the model's
 -- (M.moe_router_args); MLA mscale and YaRN betas the model lacks are the
 -- flavour's; the router score is sigmoid with an expert bias
 -- (moe_router_bias, DeepSeek-V3's aux-loss-free balancing), else softmax.
@@ -548,10 +549,11 @@ function M.moe_model(m, ctx)
     local fs = fam.flavors[f]
     if fs.dim == m.hidden_size and fs.vocab_size == m.vocab_size then flavor = f break end
   end
-  if not flavor then
-    W(string.format("no %s flavour has dim %d and vocab %d (model_registry builds the embeddings and lm_head)",
-      family, m.hidden_size, m.vocab_size))
-  end
+  -- none of that size: the family's default flavour gives the ModelSpec,
+  -- and the file writes the model's own embeddings, final norm and lm_head
+  -- (M.moe_head_config)
+  local own_head = flavor == nil
+  flavor = flavor or fam.default_flavor
   if m.tie_word_embeddings then W("tied embeddings (HEAD's MoE flavours are untied)") end
   if m.qkv_bias or m.attn_out_bias or m.mlp_bias then W("linear biases (HEAD's MoE builders have none)") end
   if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " experts (HEAD's GroupedExperts are SwiGLU)") end
@@ -675,7 +677,34 @@ function M.moe_model(m, ctx)
     N("NOTE", "the router's expert bias: HEAD updates it with the MoE load-balancing hook " ..
       "(register_moe_load_balancing_hook, model_registry's post_optimizer_build_fn)")
   end
-  return { family = family, fam = fam, flavor = flavor, args = args, rope = rope, notes = notes }
+  return { family = family, fam = fam, flavor = flavor, args = args, rope = rope, notes = notes, own_head = own_head }
+end
+
+--- The model's own embeddings, final norm and lm_head over an MoE family
+-- flavour of another dim or vocabulary (M.moe_model's own_head), written
+-- as the family's flavours write theirs (options.torchtitan.moe_families
+-- head: deepseek_v3/__init__.py _16b, qwen3/__init__.py _30b_a3b at
+-- torchtitan b5bcd76c); TorchTitan pads no vocabulary.
+-- @tparam table mm M.moe_model's table
+-- @tparam table m model
+-- @tparam table lines the function body (appended to)
+-- @tparam function import import(module, name)
+function M.moe_head_config(mm, m, lines, import)
+  local h, D, V = mm.fam.head, m.hidden_size, m.vocab_size
+  local MF = TT.model["Llama3Model.Config"]
+  assert(options.torchtitan_value_ok(MF.dim, D) and options.torchtitan_value_ok(MF.vocab_size, V),
+    "torchtitan: dim / vocab_size out of range")
+  for _, n in ipairs(h.imports) do import(mm.fam.module, n) end
+  for _, n in ipairs({ "Embedding", "Linear", "RMSNorm" }) do import("torchtitan.models.common", n) end
+  local L = lines
+  local model = "    config.model_spec.model."
+  L[#L + 1] = model .. "dim = " .. D
+  L[#L + 1] = model .. "vocab_size = " .. V .. "  # TorchTitan pads no vocabulary"
+  L[#L + 1] = string.format("%stok_embeddings = Embedding.Config(num_embeddings=%d, embedding_dim=%d, param_init=%s)",
+    model, V, D, h.embedding_init)
+  L[#L + 1] = model .. "norm = " .. h.norm:format(D)
+  L[#L + 1] = string.format("%slm_head = Linear.Config(in_features=%d, out_features=%d, param_init=%s)", model, D, V,
+    h.lm_head_init:gsub("%%d", tostring(D)))
 end
 
 --- `config.model_spec.model.layers = <builder>(...)`: HEAD's MoE layers
@@ -903,11 +932,18 @@ function M.render(c)
 
   lines[#lines + 1] = string.format("    config = %s()", base)
   if mm then
-    lines[#lines + 1] = string.format("    # %s: HEAD's %s MoE model; flavour %s gives the ModelSpec, embeddings, " ..
-      "final norm and lm_head (dim %d, vocab %d), the layers are the model's", tostring(m.name), mm.family,
-      mm.flavor, m.hidden_size, m.vocab_size)
+    if mm.own_head then
+      lines[#lines + 1] = string.format("    # %s: HEAD's %s MoE model; flavour %s gives the ModelSpec, the " ..
+        "embeddings, final norm and lm_head (dim %d, vocab %d) and the layers are the model's", tostring(m.name),
+        mm.family, mm.flavor, m.hidden_size, m.vocab_size)
+    else
+      lines[#lines + 1] = string.format("    # %s: HEAD's %s MoE model; flavour %s gives the ModelSpec, embeddings, " ..
+        "final norm and lm_head (dim %d, vocab %d), the layers are the model's", tostring(m.name), mm.family,
+        mm.flavor, m.hidden_size, m.vocab_size)
+    end
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s)", M.py(mm.flavor))
     F("model_spec.flavor", tostring(m.name))
+    if mm.own_head then M.moe_head_config(mm, m, lines, import) end
     import(mm.fam.module, mm.fam.builder)
     import("torchtitan.models.common", mm.fam.rope:match("^(%w+)"))
     M.moe_layers_config(mm, lines)

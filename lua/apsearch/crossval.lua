@@ -406,29 +406,54 @@ end
 -- by its measured over its estimated throughput.
 -- @tparam table res M.run's result
 -- @tparam[opt] table refs more validate.run results (the held-out
---   published sets): their dense runs raise a maximum `res` sets (a
---   maximum, not a fit); they add no generation of their own, whose one
---   or two published runs -- a MoE run, an odd one -- would flag every
---   estimate of that hardware
+--   published sets, one per file): their dense runs raise a maximum `res`
+--   sets (a maximum, not a fit); a generation `res` lacks is added only
+--   when they hold intervals.MIN_ROWS dense runs of it from
+--   intervals.MIN_SOURCES sets or more (one or two published runs, or one
+--   set of functional tests, would flag every estimate of that hardware)
 -- @treturn table {<generation/family> = {mfu, case, source}}
 function M.best_mfu(res, refs)
   local best = {}
-  local function take(c, raise_only)
+  -- the run's key and MFU, or nil (no measured throughput, or MoE when dense_only)
+  local function mfu_of(c, dense_only)
     local meas = validate.measured_throughput(c)
     local p = c.predicted
-    if not (meas and p and p.tokens_per_s_per_gpu and p.tokens_per_s_per_gpu > 0 and p.mfu) then return end
+    if not (meas and p and p.tokens_per_s_per_gpu and p.tokens_per_s_per_gpu > 0 and p.mfu) then return nil end
+    if dense_only and (c.inputs.model.num_experts or 0) > 0 then return nil end
     local tr, cl = c.inputs.training, c.inputs.cluster
     local dev = type(cl.device) == "table" and (cl.device.base or cl.device.name) or cl.device
-    local key = intervals.mfu_key(dev, tr.precision)
-    local mfu = p.mfu * meas / p.tokens_per_s_per_gpu
-    if raise_only and (not best[key] or (c.inputs.model.num_experts or 0) > 0) then return end
-    if not best[key] or mfu > best[key].mfu then
-      best[key] = { mfu = mfu, case = tostring(c.case_id), source = validate.source_key(c.source) }
+    return intervals.mfu_key(dev, tr.precision), p.mfu * meas / p.tokens_per_s_per_gpu
+  end
+  local function raise(to, key, mfu, c)
+    if not to[key] or mfu > to[key].mfu then
+      -- a GitHub address as its repository (the flag's line names it)
+      local owner, repo = tostring(c.source):match("^https?://github%.com/([^/%s]+)/([^/%s]+)")
+      to[key] = { mfu = mfu, case = tostring(c.case_id),
+        source = owner and (owner .. "/" .. repo) or validate.source_key(c.source) }
     end
   end
-  for _, c in ipairs(res.cases) do take(c, false) end
-  for _, r in ipairs(refs or {}) do
-    for _, c in ipairs(r.cases) do take(c, true) end
+  for _, c in ipairs(res.cases) do
+    local key, mfu = mfu_of(c, false)
+    if key then raise(best, key, mfu, c) end
+  end
+  local new, rows, sets = {}, {}, {}
+  for i, r in ipairs(refs or {}) do
+    for _, c in ipairs(r.cases) do
+      local key, mfu = mfu_of(c, true)
+      if key and best[key] then
+        raise(best, key, mfu, c)
+      elseif key then
+        raise(new, key, mfu, c)
+        rows[key] = (rows[key] or 0) + 1
+        sets[key] = sets[key] or {}
+        sets[key][i] = true
+      end
+    end
+  end
+  for key, b in pairs(new) do
+    local n = 0
+    for _ in pairs(sets[key]) do n = n + 1 end
+    if rows[key] >= intervals.MIN_ROWS and n >= intervals.MIN_SOURCES then best[key] = b end
   end
   return best
 end

@@ -251,6 +251,22 @@ describe("best published MFU", function()
     assert.is_true(math.abs(best["hopper/16bit"].mfu - 0.55) < 1e-12)
     assert.are.equal("y1", best["hopper/16bit"].case)
     assert.is_nil(best["blackwell/16bit"])
+    -- a class of their own from intervals.MIN_ROWS (5) dense runs of
+    -- intervals.MIN_SOURCES (2) sets: 4 + 1 runs of two sets, not 5 of one
+    local function set_of(prefix, n, mfu)
+      local out = { cases = {} }
+      for i = 1, n do
+        local c = case(prefix .. i, "b200", "fp8", mfu + i / 100, 100, 100)
+        c.inputs.model = {}
+        out.cases[i] = c
+      end
+      return out
+    end
+    best = crossval.best_mfu(runs, { set_of("a", 5, 0.30) })
+    assert.is_nil(best["blackwell/quantized"])
+    best = crossval.best_mfu(runs, { set_of("a", 4, 0.30), set_of("b", 1, 0.40) })
+    assert.is_true(math.abs(best["blackwell/quantized"].mfu - 0.41) < 1e-12)
+    assert.are.equal("b1", best["blackwell/quantized"].case)
   end)
 
   it("flags an estimate above the shipped best of its class only", function()
@@ -258,6 +274,11 @@ describe("best published MFU", function()
     local b = data.best_mfu["hopper/16bit"]
     assert.are.same(b, intervals.above_published(b.mfu + 0.01, "h200-sxm-141gb", "bf16"))
     assert.is_nil(intervals.above_published(b.mfu - 0.01, "h100-sxm-80gb", "bf16"))
-    assert.is_nil(intervals.above_published(0.99, "gb200", "bf16")) -- no published Blackwell run
+    assert.is_nil(intervals.above_published(0.99, "gb200", "bf16")) -- no published Blackwell bf16 run
+    -- Blackwell fp8 from the held-out sets (Megatron-Bridge's and MLPerf's
+    -- dense runs): Llama 3.1 405B on 256 GB300, 2,646 TFLOP/s of 5,000
+    local bq = data.best_mfu["blackwell/quantized"]
+    assert.are.same({ mfu = 0.5290, case = "mbd083", source = "NVIDIA-NeMo/Megatron-Bridge" }, bq)
+    assert.are.same(bq, intervals.above_published(0.53, "gb300", "fp8"))
   end)
 end)

@@ -317,7 +317,18 @@ describe("MindFormers router keys (LLamaDecodeLayer's MoEV3 / MoEV2 @ fd4deebc)"
       assert.truthy(n:find(LOSS .. "0.02): LLamaDecodeLayer builds " .. (gmm and "MoEV3" or "MoEV2") ..
         " without return_extra_loss", 1, true), n)
       assert.truthy(n:find("aux_loss_factor (default 0.05) is read only by the TopkRouterV1 MoE layer", 1, true))
+      -- the setting that estimates the job the file builds (run --launchable's what-to-relax quotes it)
+      assert.truthy(n:find("none written (--set model.moe_aux_loss_coeff=0 estimates the job without it)", 1, true), n)
     end
+    -- TorchTitan's note names it too
+    local tt = require "apsearch.launch.torchtitan"
+    local mm = assert(tt.moe_model(hf.load(ROOT .. "/examples/models/qwen3-30b-a3b.json"), 4096))
+    local found
+    for _, x in ipairs(mm.notes) do
+      if x[2]:find("^the load%-balancing loss %(coefficient 0%.001%)") then found = x[2] end
+    end
+    local lift = "; --set model.moe_aux_loss_coeff=0 estimates the job without it"
+    assert.are.equal(lift, found and found:sub(-#lift))
     -- Qwen3-30B-A3B: norm_topk_prob true, router_aux_loss_coef 0.001
     local k, n = mf_router(hf.load(ROOT .. "/examples/models/qwen3-30b-a3b.json"), true)
     assert.are.same({ ["moe_config.norm_topk_prob"] = true }, k)

@@ -330,7 +330,7 @@ function M.router_keys(c, K, N, gmm)
       "LLamaDecodeLayer builds %s without return_extra_loss, so its expert balancing loss " ..
       "(aux_loss_types / aux_loss_factors) never reaches the training loss; MoEConfig's aux_loss_factor " ..
       "(default 0.05) is read only by the TopkRouterV1 MoE layer, not built here; no balancing loss is " ..
-      "trained, none written", M.yaml_float(coeff + 0.0), m.moe_seq_aux_loss and ", per sequence" or "",
+      "trained, none written (--set model.moe_aux_loss_coeff=0 estimates the job without it)", M.yaml_float(coeff + 0.0), m.moe_seq_aux_loss and ", per sequence" or "",
       gmm and "MoEV3" or "MoEV2"))
   end
 end

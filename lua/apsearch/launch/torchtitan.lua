@@ -671,7 +671,7 @@ function M.moe_model(m, ctx)
   if (m.moe_aux_loss_coeff or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", "the load-balancing loss (coefficient " ..
       M.pyfloat(m.moe_aux_loss_coeff) .. "): HEAD's MoE has no auxiliary loss (load_balance_coeff is " ..
-      "the expert-bias update rate)")
+      "the expert-bias update rate); --set model.moe_aux_loss_coeff=0 estimates the job without it")
   end
   if m.moe_router_bias and family == "deepseek_v3" then
     N("NOTE", "the router's expert bias: HEAD updates it with the MoE load-balancing hook " ..

@@ -269,6 +269,23 @@ describe("best published MFU", function()
     assert.are.equal("b1", best["blackwell/quantized"].case)
   end)
 
+  it("says which peak the MFU is of under low precision, and the bf16 peak's figure", function()
+    local breakdown = require "apsearch.format.breakdown"
+    local common = require "apsearch.format.common"
+    -- H800: 989 TFLOP/s bf16, 1,979 fp8 dense; 385 model TFLOP/s is
+    -- DeepSeek-V3's published 38.94 % of the bf16 peak (19.45 % of fp8)
+    local dev = { peak_flops_bf16 = 989e12, peak_flops_fp8 = 1979e12 }
+    local est = { model_tflops_per_gpu = 385, mfu = 385 / 1979 }
+    local inputs = { training = { precision = "fp8" }, cluster = { device = dev } }
+    assert.are.equal(" (of the fp8 peak; MFU of the bf16 peak: 38.9%)", breakdown.peak_text(est, inputs))
+    assert.are.equal("", breakdown.peak_text(est, { training = { precision = "bf16" }, cluster = { device = dev } }))
+    local result = { inputs = inputs, top_k_strategies = { { performance_cost = est } } }
+    assert.are.equal("MFU (%) is of the fp8 dense peak; of the bf16 peak, as many published runs give it, it is x2.00",
+      common.mfu_basis_note(result))
+    result.inputs = { training = { precision = "bf16" }, cluster = { device = dev } }
+    assert.is_nil(common.mfu_basis_note(result))
+  end)
+
   it("flags an estimate above the shipped best of its class only", function()
     local data = require "apsearch.intervals_data"
     local b = data.best_mfu["hopper/16bit"]

@@ -1044,6 +1044,8 @@ function M.render(result, opts)
     if range then P("<p>" .. esc(range) .. "</p>\n") end
     local mfu = common.mfu_note(result)
     if mfu then P("<p class=\"notice\">" .. esc(mfu) .. "</p>\n") end
+    local basis = common.mfu_basis_note(result)
+    if basis then P("<p>" .. esc(basis) .. "</p>\n") end
     P("<details><summary>full strategies</summary><pre>")
     for _, t in ipairs(result.top_k_strategies) do
       P(esc(string.format("rank %d: %s", t.rank, M.strategy_text(t, batch_of(result)))) .. "\n")

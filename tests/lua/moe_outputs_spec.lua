@@ -199,6 +199,9 @@ describe("multi-token prediction and experts in the outputs", function()
       1, true), out)
     assert.truthy(out:find("recompute_modules=mla_up_proj/mlp/moe", 1, true), out)
     assert.truthy(out:find("+1 MTP", 1, true), out)
+    -- the stage table's recomp column: the modules on every layer, not 0 layers
+    assert.truthy(out:find("\n    1  4     sel ", 1, true), out)
+    assert.is_nil(out:find("\n    1  4       0 ", 1, true))
   end)
 end)
 

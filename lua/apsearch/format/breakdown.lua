@@ -278,11 +278,15 @@ function M.format(est, inputs, stack)
     for _, st in ipairs(est.stages) do
       if (st.expert_params or 0) > 0 then moe = true end
     end
+    -- the layers a stage recomputes whole; selective recompute (its
+    -- modules on every layer) as "sel", not 0
+    local sel = (est.strategy or {}).layer_recompute == "selective"
     for i, st in ipairs(est.stages) do
       local mb = st.memory_breakdown or {}
       local top = common.top_memory(mb)
+      local recomp = (sel and (st.recompute_layers or 0) == 0) and "sel" or tostring(st.recompute_layers)
       local row = {
-        tostring(st.stage), tostring(st.num_layers), tostring(st.recompute_layers),
+        tostring(st.stage), tostring(st.num_layers), recomp,
         string.format("%.1f", ((st.params or 0) + (st.expert_params or 0)) / 1e6),
       }
       if moe then row[#row + 1] = string.format("%.1f", (st.expert_params or 0) / 1e6) end

@@ -1248,6 +1248,12 @@ local function cmd_run(args)
       end
     end
   end
+  -- no files written: rank 1's file for the framework said apart when it differs
+  local unwritten = not dir and not quiet and M.unwritten_launch_note(result)
+  if unwritten then
+    local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
+    util.log("%s", require("apsearch.format.common").fold_text(unwritten, width))
+  end
   out(text)
   return #result.top_k_strategies > 0 and 0 or 1
 end
@@ -1606,6 +1612,27 @@ function M.no_engine_note(result)
   local engine = d[ENGINE_OF[fw] or ""] and ENGINE_OF[fw] or util.sorted_keys(d)[1]
   return ("no engine apsearch writes runs any ranked job as estimated: the ranking is the estimate's, not a job "
     .. "you can launch as it is; rank 1, %s: %s"):format(engine, util.printable(tostring(d[engine])))
+end
+
+--- Without --out: the note that rank 1's launch file for the policy's
+-- framework (its engine: megatron, torchtitan for fsdp2, automodel) would
+-- build another job than the one estimated, with its first difference, as
+-- --out's note says it (M.launch_differs_note); nil when it builds it, the
+-- framework has no engine, or nothing is ranked.  Renders rank 1's files
+-- (apsearch.launch.render_ranks), writing none.
+-- @tparam table result a search result
+-- @treturn string|nil
+function M.unwritten_launch_note(result)
+  local engine = ENGINE_OF[((result.inputs or {}).training or {}).framework or ""]
+  if not engine or #(result.top_k_strategies or {}) == 0 then return nil end
+  for _, f in ipairs(require("apsearch.launch").render_ranks(result, 1, 1)) do
+    if f.engine == engine and #f.differs > 0 then
+      return ("apsearch: note: rank 1's %s launch file would build another job than the one estimated: %s "
+        .. "(--out writes it, with every difference atop it; --launchable %s ranks only what it runs as "
+        .. "estimated)"):format(engine, util.printable(f.differs[1]), engine)
+    end
+  end
+  return nil
 end
 
 -- the options `--from` excludes: the result's inputs and rank fix them

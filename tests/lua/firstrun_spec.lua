@@ -75,6 +75,20 @@ describe("run --model M --cluster D:N without a policy", function()
     end
   end
 
+  it("says without --out when rank 1's launch file for the framework would build another job", function()
+    -- Qwen3-30B-A3B on TorchTitan: HEAD's MoE has no load-balancing loss
+    local code, _, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "h100:1x8", "--set",
+      "training.framework=fsdp2", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("apsearch: note: rank 1's torchtitan launch file would build another job than the one " ..
+      "estimated: NOT EXPRESSIBLE in TorchTitan: the load-balancing loss (coefficient 0.001)", 1, true), err)
+    -- the same, estimated without the loss: nothing to say
+    code, _, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "h100:1x8", "--set",
+      "training.framework=fsdp2", "--set", "model.moe_aux_loss_coeff=0", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.is_nil(err:find("launch file would build another job", 1, true), err)
+  end)
+
   it("prints the chosen defaults in the run's header", function()
     local code, out, err = H.apsearch("run", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:2048",
       "--top-k", "1")

@@ -1264,12 +1264,19 @@ local PP_FIELDS = { "vpp_degree", "pipeline_split", "pp_schedule", "stage_partit
   "layer_offset", "balance_stages", "microbatch_group_size" }
 local DEVICES_FIELDS = { "tp_degree", "dp_degree", "fsdp_degree", "pp_degree", "cp_degree" }
 -- the late checks, after devices: moe (src/core/moe.c aps_check_moe,
--- aps_moe_ep, aps_moe_etp), recompute_modules and framework (with
--- src/core/recipe.c aps_check_recipe)
-local LATE_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree", "dp_degree", "fsdp_degree",
-  "pp_degree", "ep_degree", "etp_degree", "moe_capacity_factor", "moe_token_dispatcher",
-  "moe_grouped_gemm", "recompute_modules", "layer_recompute", "zero_stage", "pipeline_split",
-  "pp_schedule", "microbatch_group_size" }
+-- aps_moe_ep, aps_moe_etp), recompute_modules and framework (check.c
+-- aps_check_framework_model with src/core/recipe.c aps_check_recipe, the
+-- loss-chunk, CP-attention and graph checks, and the model kinds'
+-- refusals in nas.c, hybrid.c, gdn.c, mfsdp.c, dsa.c, dsv4.c, msa.c): every
+-- strategy field those read.  One left out lets the first position of a
+-- block decide for positions that differ in it only (micro_batch_size for
+-- TorchTitan's loss chunks, recompute_method and recompute_num_layers for
+-- the recipes' recompute rules: feasible strategies were dropped)
+local LATE_FIELDS = { "tp_degree", "sequence_parallel", "cp_degree", "cp_comm_type", "dp_degree", "fsdp_degree",
+  "pp_degree", "vpp_degree", "ep_degree", "etp_degree", "moe_capacity_factor", "moe_token_dispatcher",
+  "moe_grouped_gemm", "recompute_modules", "layer_recompute", "recompute_method", "recompute_num_layers",
+  "zero_stage", "pipeline_split", "stage_partition", "layer_offset", "balance_stages", "pp_schedule",
+  "microbatch_group_size", "micro_batch_size", "reshard_after_forward" }
 -- the inner part of degrees: the outer ranges pass (Space:degree_bounds)
 -- and so do the micro-batch ranges (the hook is not made otherwise)
 local DEGREES_INNER_FIELDS = { "pp_degree", "layer_recompute", "recompute_method",

@@ -628,6 +628,38 @@ describe("fast path vs full enumeration", function()
     raw.training.framework = "fsdp2"
     same(policy.from_table(raw, "wide_idle.lua"))
   end)
+  -- a breaker's finding (2026-12-06): late checks that read the
+  -- micro-batch size (TorchTitan's loss chunks) and the recompute method
+  -- and layer count (the recipes' rules) were decided for a block by its
+  -- first position, so the order of a list's values changed the answer
+  it("is the same whatever the order of the values the late checks read", function()
+    local function titan(extra, space)
+      local raw = { model = "llama-3.1-8b",
+        cluster = { device = "h100-sxm-80gb", num_devices = extra.devices or 16, devices_per_node = 8 },
+        training = { global_batch_size = extra.gbs or 48, seq_length = 8192, precision = "bf16", optimizer = "adamw",
+          framework = extra.framework or "fsdp2", loss_chunks = extra.loss_chunks },
+        search_space = space }
+      return policy.from_table(raw, "late.lua")
+    end
+    local feasible = {}
+    for i, mbs in ipairs({ { 1, 3 }, { 3, 1 } }) do
+      feasible[i] = same(titan({ loss_chunks = 3 }, { data_parallel = "auto", tp_degree = { 1, 2 },
+        micro_batch_size = mbs, layer_recompute = { "full" } })).all_candidate_summary.feasible
+    end
+    assert.are.same({ 2, 2 }, feasible)
+    for i, rm in ipairs({ { "uniform", "block" }, { "block", "uniform" } }) do
+      feasible[i] = same(titan({ devices = 24, framework = "automodel" }, { data_parallel = "auto",
+        tp_degree = { 1, 2 }, pp_degree = { 1, 2 }, micro_batch_size = { 1 }, layer_recompute = { "full" },
+        recompute_num_layers = { 3, 1 }, recompute_method = rm })).all_candidate_summary.feasible
+    end
+    assert.are.same({ 10, 10 }, feasible)
+    for i, rnl in ipairs({ { 2, 1 }, { 1, 2 } }) do
+      feasible[i] = same(titan({ gbs = 32 }, { data_parallel = "auto", tp_degree = { 1, 2 },
+        micro_batch_size = { 1 }, layer_recompute = { "full" }, recompute_method = { "uniform" },
+        recompute_num_layers = rnl })).all_candidate_summary.feasible
+    end
+    assert.are.same({ 2, 2 }, feasible)
+  end)
   -- a 70B space on 64 GPUs with every pipeline dimension: splits given
   -- per pipeline rank and per model chunk, offsets, schedules, split
   -- rules, micro-batch counts, recompute auto and uniform

@@ -2143,6 +2143,23 @@ describe("launch configs", function()
       "(moe_paged_stash)", 1, true), am)
   end)
 
+  -- torchtitan/models/common/feed_forward.py @ b5bcd76c: w2(silu(w1 x) * w3 x)
+  it("mark a GeGLU model's TorchTitan file NOT EXPRESSIBLE (HEAD's FeedForward gates with SiLU)", function()
+    local tt = require "apsearch.launch.torchtitan"
+    local m = require("apsearch.hf").load(ROOT .. "/examples/models/gemma-3-1b-pt.json")
+    assert.are.equal("gelu_tanh", m.glu_activation)
+    local _, _, notes = tt.model_shape(m, 4096, 1)
+    local found = false
+    for _, n in ipairs(notes) do
+      if n[1] == "NOT EXPRESSIBLE in TorchTitan" and n[2] == "the gated MLP's gelu_tanh activation (GeGLU): HEAD's " ..
+          "FeedForward gates with SiLU only; written as SwiGLU" then found = true end
+    end
+    assert.is_true(found)
+    -- a SiLU-gated model has no such line
+    _, _, notes = tt.model_shape(require("apsearch.hf").load(ROOT .. "/examples/models/llama-3.1-8b.json"), 4096, 1)
+    for _, n in ipairs(notes) do assert.is_nil(n[2]:find("GeGLU", 1, true)) end
+  end)
+
   -- qwen3/__init__.py _30b_a3b, deepseek_v3/__init__.py _16b @ b5bcd76c:
   -- the flavours' embeddings, final norm and lm_head
   it("write an MoE model of a width or vocabulary no flavour has with its own embeddings and lm_head", function()

@@ -647,6 +647,12 @@ function M.render(c)
   if (m.rope_theta or 0) > 0 then KA("model.model_config.theta", m.rope_theta + 0.0) end
   if (m.norm_eps or 0) > 0 then KA("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
   M.rope_scaling(m, tr, KA, N)
+  -- LLamaDecodeLayer builds LlamaFeedForward without hidden_act: its
+  -- default LlamaSiLU (llama_transformer.py l.912, llama_layer.py l.291 @ fd4deebc)
+  if (m.glu_activation or "silu") ~= "silu" then
+    N("NOT EXPRESSIBLE in MindFormers", "the gated MLP's " .. tostring(m.glu_activation) .. " activation " ..
+      "(GeGLU): LLamaDecodeLayer builds LlamaFeedForward with its default LlamaSiLU; written as SwiGLU")
+  end
   if (m.rotary_percent or 0) > 0 then
     N("NOT EXPRESSIBLE in MindFormers", string.format("partial RoPE (rotary_percent %s, HF " ..
       "partial_rotary_factor): LlamaConfig has no partial-rotation key and FreqsMgr rotates the whole " ..

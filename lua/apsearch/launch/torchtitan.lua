@@ -339,6 +339,12 @@ function M.model_shape(m, seq, pp)
       "hidden matrix, trained apart from the embedding")
     shape.enable_weight_tying = false
   end
+  -- the gated MLP's activation: HEAD's FeedForward is w2(silu(w1 x) * w3 x)
+  -- (torchtitan/models/common/feed_forward.py @ b5bcd76c), SiLU only
+  if (m.glu_activation or "silu") ~= "silu" then
+    N("NOT EXPRESSIBLE in TorchTitan", "the gated MLP's " .. tostring(m.glu_activation) .. " activation " ..
+      "(GeGLU): HEAD's FeedForward gates with SiLU only; written as SwiGLU")
+  end
   if m.hybrid_layer_pattern then
     N("NOT EXPRESSIBLE in TorchTitan", "the hybrid Mamba-2 layers (pattern " .. m.hybrid_layer_pattern ..
       "): TorchTitan has no Mamba-2 / Nemotron-H model; written as the llama3 decoder, which is not this " ..
@@ -557,6 +563,9 @@ function M.moe_model(m, ctx)
   if m.tie_word_embeddings then W("tied embeddings (HEAD's MoE flavours are untied)") end
   if m.qkv_bias or m.attn_out_bias or m.mlp_bias then W("linear biases (HEAD's MoE builders have none)") end
   if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " experts (HEAD's GroupedExperts are SwiGLU)") end
+  if (m.glu_activation or "silu") ~= "silu" then
+    W(tostring(m.glu_activation) .. "-gated experts (HEAD's GroupedExperts gate with SiLU)")
+  end
   if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (HEAD's MoE models use RMSNorm)") end
   if (m.sliding_window or 0) > 0 then W("a sliding window") end
   local pattern = require("apsearch.core").model_params(m).moe_pattern or {}

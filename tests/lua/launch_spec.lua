@@ -2143,6 +2143,27 @@ describe("launch configs", function()
       "(moe_paged_stash)", 1, true), am)
   end)
 
+  -- transformer_block.py _checkpointed_forward (block) @ d98e8a64: the
+  -- first min(k, layers) of each model chunk (the framework checker's
+  -- finding: a false APPROXIMATE line on uneven last stages)
+  it("write no APPROXIMATE recompute line when one --recompute-num-layers builds the per-stage counts", function()
+    local mg = require "apsearch.launch.megatron"
+    -- gpt-oss-120b, PP 4 x VPP 2: chunks 5,5,5,5 | 5,5,5,1; k = 3 gives 6:6:6:4
+    local chunks = { 5, 5, 5, 5, 5, 5, 5, 1 }
+    assert.is_true(mg.block_recompute_matches(chunks, { 6, 6, 6, 4 }, 3))
+    assert.is_false(mg.block_recompute_matches(chunks, { 6, 6, 6, 6 }, 3))
+    assert.is_false(mg.block_recompute_matches(chunks, { 6, 6, 4, 4 }, 3))
+    -- no VPP: one chunk a stage
+    assert.is_true(mg.block_recompute_matches({ 8, 8, 2 }, { 4, 4, 2 }, 4))
+    local H = require "spec_helpers"
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "gpt-oss-120b", "--cluster", "h100-sxm-80gb:8", "--fix",
+      "pp_degree=2,4", "--fix", "ep_degree=8", "--top-k", "1", "-q", "--out", dir)
+    assert.are.equal(0, code, err)
+    local sh = H.read(dir .. "/launch/rank1_megatron.sh")
+    assert.is_nil(sh:find("APPROXIMATE: recompute", 1, true), sh)
+  end)
+
   -- torchtitan/models/common/feed_forward.py @ b5bcd76c: w2(silu(w1 x) * w3 x)
   it("mark a GeGLU model's TorchTitan file NOT EXPRESSIBLE (HEAD's FeedForward gates with SiLU)", function()
     local tt = require "apsearch.launch.torchtitan"

@@ -580,8 +580,8 @@ function M.render(c)
       for _, x in ipairs(per) do if x > mx then mx = x end end
       local chunk = vpp > 1 and (mx % vpp == 0 and mx // vpp or nil) or mx
       A("--recompute-method", "block")
-      if not launch_util.all_equal(per) or not chunk then
-        chunk = chunk or math.ceil(mx / vpp)
+      chunk = chunk or math.ceil(mx / vpp)
+      if not M.block_recompute_matches(launch_util.estimate_chunks(c), per, chunk) then
         N("APPROXIMATE", string.format(
           "recompute counts %s per stage: Megatron takes one --recompute-num-layers for every " ..
           "stage%s; %d is written (at least as many layers recomputed as estimated: less memory, more time)",
@@ -1806,6 +1806,28 @@ function M.layout(chunks, mtp)
     parts[j] = t
   end
   return table.concat(parts, "|")
+end
+
+
+--- Whether Megatron's block recompute with one `--recompute-num-layers k`
+-- builds the estimate's per-stage counts: on each model chunk it
+-- recomputes its first min(k, the chunk's layers) layers
+-- (megatron/core/transformer/transformer_block.py _checkpointed_forward,
+-- block method, @ d98e8a64), summed over a stage's chunks.
+-- @tparam table chunks layers per model chunk in schedule order, chunk j
+--   on stage (j - 1) mod p + 1 (launch.estimate_chunks)
+-- @tparam table per the estimate's recomputed layers per stage (p entries)
+-- @tparam integer k the count written
+-- @treturn boolean
+function M.block_recompute_matches(chunks, per, k)
+  local p, got = #per, {}
+  if p == 0 or #chunks % p ~= 0 then return false end
+  for j, l in ipairs(chunks) do
+    local i = (j - 1) % p + 1
+    got[i] = (got[i] or 0) + math.min(k, l)
+  end
+  for i = 1, p do if got[i] ~= per[i] then return false end end
+  return true
 end
 
 return M

@@ -1618,15 +1618,15 @@ end
 -- framework (its engine: megatron, torchtitan for fsdp2, automodel) would
 -- build another job than the one estimated, with its first difference, as
 -- --out's note says it (M.launch_differs_note); nil when it builds it, the
--- framework has no engine, or nothing is ranked.  Renders rank 1's files
--- (apsearch.launch.render_ranks), writing none.
+-- framework has no engine, or nothing is ranked.  Renders rank 1's file
+-- for that engine only (apsearch.launch.render_ranks), writing none.
 -- @tparam table result a search result
 -- @treturn string|nil
 function M.unwritten_launch_note(result)
   local engine = ENGINE_OF[((result.inputs or {}).training or {}).framework or ""]
   if not engine or #(result.top_k_strategies or {}) == 0 then return nil end
-  for _, f in ipairs(require("apsearch.launch").render_ranks(result, 1, 1)) do
-    if f.engine == engine and #f.differs > 0 then
+  for _, f in ipairs(require("apsearch.launch").render_ranks(result, 1, 1, engine)) do
+    if #f.differs > 0 then
       return ("apsearch: note: rank 1's %s launch file would build another job than the one estimated: %s "
         .. "(--out writes it, with every difference atop it; --launchable %s ranks only what it runs as "
         .. "estimated)"):format(engine, util.printable(f.differs[1]), engine)

@@ -277,6 +277,7 @@ describe("best published MFU", function()
     local dev = { peak_flops_bf16 = 989e12, peak_flops_fp8 = 1979e12 }
     local est = { model_tflops_per_gpu = 385, mfu = 385 / 1979 }
     local inputs = { training = { precision = "fp8" }, cluster = { device = dev } }
+    assert.near(385 / 989, common.bf16_peak_mfu(est, inputs), 1e-12)
     assert.are.equal(" (of the fp8 peak; MFU of the bf16 peak: 38.9%)", breakdown.peak_text(est, inputs))
     assert.are.equal("", breakdown.peak_text(est, { training = { precision = "bf16" }, cluster = { device = dev } }))
     local result = { inputs = inputs, top_k_strategies = { { performance_cost = est } } }

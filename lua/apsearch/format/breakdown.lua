@@ -129,30 +129,25 @@ function M.stack_note(stack, cluster)
   return "; stack " .. stack
 end
 
+--- Which peak the MFU divides by, when not the bf16 one
+-- (common.bf16_peak_mfu): under fp8, mxfp8 or nvfp4 the estimate's line
+-- gives the bf16 peak's MFU beside its own.
+-- @tparam table est an estimate (model_tflops_per_gpu [TFLOP/s])
+-- @tparam table inputs the core context's inputs (training.precision,
+--   cluster.device.peak_flops_bf16 [FLOP/s])
+-- @treturn string "" or ` (of the fp8 peak; MFU of the bf16 peak: 19.4%)`
+function M.peak_text(est, inputs)
+  local bf16 = common.bf16_peak_mfu(est, inputs)
+  if not bf16 then return "" end
+  return string.format(" (of the %s peak; MFU of the bf16 peak: %.1f%%)", inputs.training.precision, 100 * bf16)
+end
+
 --- Formats an estimate as text.
 -- @tparam table est the table `ctx:estimate()` returned
 -- @tparam[opt] table inputs `ctx:inputs()` (model, cluster, training)
 -- @tparam[opt] string stack the policy's stack identifier, named on the
 --   training line (M.stack_note)
 -- @treturn string
---- Which peak the MFU divides by, when not the bf16 one: under fp8, mxfp8
--- or nvfp4 MFU and HFU are of that precision's dense peak (apsearch's
--- convention, docs/outputs.md), which many published runs do not use
--- (DeepSeek-V3's 38.94 % and most vendor tables are of the bf16 peak), so
--- the line gives the bf16 figure beside it.
--- @tparam table est an estimate (model_tflops_per_gpu [TFLOP/s])
--- @tparam table inputs the core context's inputs (training.precision,
---   cluster.device.peak_flops_bf16 [FLOP/s])
--- @treturn string "" or ` (of the fp8 peak; MFU of the bf16 peak: 19.4%)`
-function M.peak_text(est, inputs)
-  local prec = ((inputs or {}).training or {}).precision
-  local dev = ((inputs or {}).cluster or {}).device
-  local bf16 = type(dev) == "table" and tonumber(dev.peak_flops_bf16) or 0
-  if prec == nil or prec == "bf16" or prec == "fp16" or prec == "fp32" or bf16 <= 0 then return "" end
-  return string.format(" (of the %s peak; MFU of the bf16 peak: %.1f%%)", prec,
-    100 * (est.model_tflops_per_gpu or 0) * 1e12 / bf16)
-end
-
 function M.format(est, inputs, stack)
   local out = {}
   -- a labelled line ("strategy  ...") longer than the terminal width goes

@@ -864,26 +864,38 @@ end
 -- hardware and precision (`performance_cost.mfu_above_published`), or nil.
 -- @tparam table result search result
 -- @treturn string|nil
+--- The MFU of the bf16 dense peak, for an estimate trained in fp8, mxfp8
+-- or nvfp4, whose `mfu` is of that precision's peak (apsearch's
+-- convention, docs/outputs.md), which many published runs do not use
+-- (DeepSeek-V3's 38.94 % and most vendor tables are of the bf16 peak):
+-- model TFLOP/s per GPU x 1e12 / the device's peak_flops_bf16.
+-- @tparam table perf an estimate or a record's performance_cost
+--   (model_tflops_per_gpu [TFLOP/s], mfu)
+-- @tparam table inputs training.precision, cluster.device.peak_flops_bf16 [FLOP/s]
+-- @treturn number|nil a fraction; nil in 16- and 32-bit training or without the figures
+function M.bf16_peak_mfu(perf, inputs)
+  local prec = ((inputs or {}).training or {}).precision
+  local dev = ((inputs or {}).cluster or {}).device
+  local bf16 = type(dev) == "table" and tonumber(dev.peak_flops_bf16) or 0
+  if prec == nil or prec == "bf16" or prec == "fp16" or prec == "fp32" or bf16 <= 0
+      or not (perf and perf.model_tflops_per_gpu) then
+    return nil
+  end
+  return perf.model_tflops_per_gpu * 1e12 / bf16
+end
+
 --- Under fp8, mxfp8 or nvfp4: the line that says the MFU column is of
--- that precision's dense peak (apsearch's convention) and the factor to
--- the bf16 peak's MFU that many published runs give (DeepSeek-V3's
--- 38.94 %), from the first ranked record (model TFLOP/s over the device's
--- bf16 peak, divided by its MFU); nil for 16- and 32-bit training.
+-- that precision's dense peak and the factor to the bf16 peak's MFU
+-- (M.bf16_peak_mfu / mfu of the first ranked record); nil otherwise.
 -- @tparam table result a search result
 -- @treturn string|nil
 function M.mfu_basis_note(result)
-  local inp = result.inputs or {}
-  local prec = (inp.training or {}).precision
-  local dev = (inp.cluster or {}).device
-  local bf16 = type(dev) == "table" and tonumber(dev.peak_flops_bf16) or 0
   local r = (result.top_k_strategies or {})[1]
   local pc = r and r.performance_cost or {}
-  if prec == nil or prec == "bf16" or prec == "fp16" or prec == "fp32" or bf16 <= 0
-      or not (pc.mfu and pc.mfu > 0 and pc.model_tflops_per_gpu) then
-    return nil
-  end
+  local bf16 = M.bf16_peak_mfu(pc, result.inputs)
+  if not (bf16 and pc.mfu and pc.mfu > 0) then return nil end
   return string.format("MFU (%%) is of the %s dense peak; of the bf16 peak, as many published runs give it, "
-    .. "it is x%.2f", prec, pc.model_tflops_per_gpu * 1e12 / bf16 / pc.mfu)
+    .. "it is x%.2f", result.inputs.training.precision, bf16 / pc.mfu)
 end
 
 function M.mfu_note(result)

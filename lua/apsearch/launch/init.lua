@@ -558,19 +558,22 @@ end
 -- @tparam table result search result
 -- @tparam integer first
 -- @tparam integer last
+-- @tparam[opt] string only one engine's files only (an M.engines name)
 -- @treturn table as render_all
-function M.render_ranks(result, first, last)
+function M.render_ranks(result, first, last, only)
   local out = {}
   local top = result.top_k_strategies or {}
   for r = first, last do
     local rec = top[r]
     local c = M.context(result, rec)
     for _, e in ipairs(M.engines) do
+      if only and e.name ~= only then goto next_engine end
       local text, notes = require(e.module).render(c)
       local differs = M.differences(notes)
       if #differs > 0 then text = mark_estimate(text, #differs) end
       out[#out + 1] = { rank = rec.rank, engine = e.name, differs = differs,
         name = M.file_name(result, rec, e), text = text, notes = notes }
+      ::next_engine::
     end
   end
   return out

@@ -1265,14 +1265,14 @@ end
 -- layer_offset, per-stage recompute_num_layers) separated by colons, e.g.
 -- `pp_degree=4,stage_partition=7:8:8:9`.  A key is a strategy field, an
 -- HSDP alias, or the short name the run's lines print
--- (search.SHORT_FIELDS: `dp=4 tp=8 sp=on mbs=1 recompute=none`); `on` /
+-- (schema.strategy_short: `dp=4 tp=8 sp=on mbs=1 recompute=none`); `on` /
 -- `off` are true / false for on-off fields.
 -- @tparam table list array of `--strategy` option strings
 -- @treturn table strategy fields (canonical names, checked values)
 -- @raise `--strategy: <field>: <problem> (got <value>)`
 function M.parse_strategy(list)
   local s = {}
-  local short = require("apsearch.search").SHORT_FIELDS
+  local short = schema.strategy_short
   for _, text in ipairs(list) do
     -- "k = v" stays one pair; then commas and spaces separate pairs
     -- (blank runs made one space first: "%s*=%s*" alone takes time

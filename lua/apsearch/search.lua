@@ -171,9 +171,6 @@ local function custom_objective_maximize(obj)
   return obj.maximize
 end
 
---- The short names M.describe_strategy writes (schema.strategy_short).
-M.SHORT_FIELDS = schema.strategy_short
-
 --- One-line description of a strategy for logs.  The pipeline schedule
 -- is named (`schedule=dualpipev`) when the strategy pipelines with another
 -- than the default 1F1B, so strategies that differ only in it read apart.

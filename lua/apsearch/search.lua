@@ -190,7 +190,11 @@ function M.describe_strategy(s)
   if (s.microbatch_group_size or 0) > 0 then parts[#parts + 1] = "mbgroup=" .. s.microbatch_group_size end
   parts[#parts + 1] = string.format("cp=%s", s.cp_degree)
   if s.cp_degree and s.cp_degree > 1 then parts[#parts + 1] = "cp_comm=" .. tostring(s.cp_comm_type) end
-  if s.zero_stage and s.zero_stage > 0 then parts[#parts + 1] = "zero=" .. s.zero_stage end
+  -- zero=0 too where the ranks replicate (fsdp 1): a line without zero=
+  -- is estimated at the first stage the space lists (cli.lua), not at 0
+  if s.zero_stage and (s.zero_stage > 0 or (s.fsdp_degree or 1) <= 1) then
+    parts[#parts + 1] = "zero=" .. s.zero_stage
+  end
   -- mixture of experts (set for MoE models only)
   if s.ep_degree then parts[#parts + 1] = "ep=" .. s.ep_degree end
   if s.etp_degree then parts[#parts + 1] = "etp=" .. s.etp_degree end

@@ -39,6 +39,16 @@ end
 -- in at most 6 + 6^2 steps, not walked
 local DESCRIBE_DEPTH = 2
 
+-- v (a string) itself when at most max bytes long, else its first bytes
+-- and "..." in max bytes, cut between UTF-8 characters: back over the
+-- continuation bytes (10xxxxxx) of a character the cut would split
+local function cut_text(v, max)
+  if #v <= max then return v end
+  local n = max - 3
+  while n > 0 and v:byte(n + 1) & 0xC0 == 0x80 do n = n - 1 end
+  return v:sub(1, n) .. "..."
+end
+
 --- Short printable description of a value for error messages.
 -- Strings are quoted and cut at 60 bytes; tables are summarized (the
 -- first 6 array items, DESCRIBE_DEPTH levels deep, raw access only).
@@ -50,7 +60,7 @@ function M.describe(v, depth)
   if t == "userdata" and package.loaded.cjson and v == package.loaded.cjson.null then
     return "null"
   elseif t == "string" then
-    if #v > 60 then v = v:sub(1, 57) .. "..." end
+    v = cut_text(v, 60)
     local q = format("%q", v):gsub("\\\n", "\\n")
     if not utf8.len(q) then -- bytes that are not UTF-8, as escapes
       q = q:gsub("[\128-\255]", function(c) return format("\\%d", c:byte()) end)
@@ -90,8 +100,7 @@ M.FIELD_TEXT_MAX = 120
 -- @treturn string
 function M.clip(v)
   v = tostring(v)
-  if #v > M.FIELD_TEXT_MAX then v = v:sub(1, M.FIELD_TEXT_MAX - 3) .. "..." end
-  return v
+  return cut_text(v, M.FIELD_TEXT_MAX)
 end
 
 --- Raises the one-line input error `<file>: <field>: <problem> (got <value>)`.

@@ -47,6 +47,22 @@ describe("JSON output of strings that are not UTF-8", function()
 
 end)
 
+describe("long names and values in error messages", function()
+  -- (a breaker's find: a model_type of 200 "é" was cut inside a character,
+  -- and describe then escaped every one of them as \195\169)
+  it("are cut between UTF-8 characters, in util.FIELD_TEXT_MAX and 60 bytes", function()
+    local util = require "apsearch.util"
+    local long = string.rep("\195\169", 200) -- 400 bytes
+    -- 117 bytes fit before "...": 58 characters of 2 bytes and half one
+    local clipped = util.clip(long)
+    assert.are.equal(string.rep("\195\169", 58) .. "...", clipped)
+    assert.truthy(utf8.len(clipped))
+    -- describe keeps 57 bytes: 28 characters, quoted, not escaped
+    assert.are.equal('"' .. string.rep("\195\169", 28) .. '..."', util.describe(long))
+    assert.are.equal("abc", util.clip("abc"))
+  end)
+end)
+
 describe("--set values replaced by a later option are still validated", function()
   local policy = "examples/llama3_8b_h100.lua"
   for _, case in ipairs({

@@ -446,10 +446,20 @@ end
 -- @tparam string key as given (a field, an HSDP alias or a short name)
 -- @param value the parsed value (a scalar or a list)
 -- @treturn string,any the key to set and its value
+-- @raise `--fix: search_space.<key>: expected on, off, true or false` for
+--   an on-off field given another value
 function M.fix_field(key, value)
   key = schema.strategy_short[key] or key
   local dim = schema.strategy_aliases[key] or key
-  if schema.strategy[dim] == "bool" then value = on_off(value) end
+  if schema.strategy[dim] == "bool" and value ~= nil then
+    value = on_off(value)
+    -- said as --strategy says it: these two spellings are taken too
+    for _, v in ipairs(type(value) == "table" and value or { value }) do
+      if type(v) ~= "boolean" then
+        util.fail("--fix", "search_space." .. key, "expected on, off, true or false", v)
+      end
+    end
+  end
   return key, value
 end
 

@@ -419,6 +419,9 @@ describe("--set and --fix", function()
     -- on / off only for an on-off field
     assert.are.equal('--fix: search_space.cp_degree: must be a positive integer (got "off")',
       err_of(norm, base(), { fix = { "cp=off" } }))
+    -- and an on-off field says it takes both spellings, as --strategy does
+    assert.are.equal('--fix: search_space.sequence_parallel: expected on, off, true or false (got "yes")',
+      err_of(norm, base(), { fix = { "sp=on,yes" } }))
   end)
 
   it("names --fix in errors it causes", function()

@@ -1162,10 +1162,18 @@ function M.gemma_activation(cfg, file)
   return a
 end
 
+-- Gemma 1, 2 and 3 scale their RMSNorms by 1 + w, w initialised to 0
+-- (transformers GemmaRMSNorm, Gemma2RMSNorm, Gemma3RMSNorm: `output *
+-- (1.0 + self.weight.float())`; VaultGemmaRMSNorm is Gemma2RMSNorm), as
+-- Megatron-Bridge's providers set layernorm_zero_centered_gamma
+-- (NVIDIA-NeMo/Megatron-Bridge 067f987d src/megatron/bridge/models/gemma/
+-- gemma_provider.py:45, gemma2_provider.py:488, gemma3_provider.py:67; Gemma
+-- 4's gemma4_provider.py:284 False: its norm scales by w).
 function builders.gemma(r, cfg, file)
   -- gated MLP (gate_proj, up_proj, down_proj) with GELU-tanh: "swiglu" here
   local m = llama_like(r, cfg, file, { head_dim = 256, tied = true, own_activation = true })
   m.glu_activation = M.gemma_activation(cfg, file)
+  m.norm_zero_centered = true -- GemmaRMSNorm: x * (1 + w) (builders.gemma's comment)
   return m
 end
 
@@ -2656,6 +2664,7 @@ function builders.gemma2(r, cfg, file, notes)
   m.qkv_bias = r.bool("attention_bias", false)
   m.attn_out_bias = m.qkv_bias
   m.glu_activation = M.gemma_activation(cfg, file)
+  m.norm_zero_centered = true -- Gemma2RMSNorm: x * (1 + w) (builders.gemma's comment)
   return softcapping(m, cfg, file, notes, M.GEMMA2_SOFTCAPPING)
 end
 
@@ -3980,6 +3989,7 @@ local function gemma3_text(cfg, file, notes)
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab
   m.qk_norm = true
+  m.norm_zero_centered = true -- Gemma3RMSNorm: x * (1 + w) (builders.gemma's comment)
   local L = m.num_layers
   local n = sliding_layer_count(t, L, file) or L - L // r.int("sliding_window_pattern")
   window_on(m, r, n)

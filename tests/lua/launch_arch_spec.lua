@@ -111,7 +111,10 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
     local flags, notes = script(load("gemma-3-1b-pt"))
     has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "511,0", ["--window-attn-skip-freq"] = "6",
       ["--qk-layernorm"] = true, ["--disable-bias-linear"] = true, ["--normalization"] = "RMSNorm",
-      ["--kv-channels"] = "256", ["--num-query-groups"] = "1" },
+      ["--kv-channels"] = "256", ["--num-query-groups"] = "1",
+      -- Gemma3RMSNorm's x * (1 + w), as Megatron-Bridge's Gemma3ModelProvider
+      -- sets layernorm_zero_centered_gamma
+      ["--apply-layernorm-1p"] = true },
       { "--swiglu", "--softmax-type", "--glu-linear-offset", "--activation-func-clamp-value",
         "--untie-embeddings-and-output-weights" })
     local nw = not_written(notes)
@@ -188,7 +191,7 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
       m.sliding_window_layers, m.attn_logit_softcapping, m.final_logit_softcapping })
     local flags, notes = script(m)
     has(flags, { ["--quick-geglu"] = true, ["--window-size"] = "4095,0", ["--window-attn-skip-freq"] = "2",
-      ["--disable-bias-linear"] = true }, { "--swiglu", "--qk-layernorm" })
+      ["--disable-bias-linear"] = true, ["--apply-layernorm-1p"] = true }, { "--swiglu", "--qk-layernorm" })
     local text = table.concat(not_written(notes), "\n")
     assert.truthy(text:find("attn_logit_softcapping 50: NOT EXPRESSIBLE", 1, true))
     assert.truthy(text:find("final_logit_softcapping 30: NOT EXPRESSIBLE", 1, true))

@@ -386,7 +386,7 @@ M.LLAMA_BLOCK_LACKS = {
     weights = true, what = "a norm on the word embeddings" },
   { "norm_weightless", "norms without a weight or bias (norm_weightless, OLMo): the Llama norms have a weight",
     weights = true, what = "norms without weights" },
-  { "norm_zero_centered", "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): " ..
+  { "norm_zero_centered", "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next, Gemma 1-3): " ..
     "the Llama norms scale by w" },
   { "global_head_dim", "the full-attention layers' own head width (global_head_dim, Gemma 4): the Llama block " ..
     "has one head width",

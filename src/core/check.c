@@ -456,6 +456,20 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                     "runs ZeRO-2 as optim_grads" : "");
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }
+        /* --overlap-moe-expert-parallel-comm does not run with full
+         * recompute (TransformerConfig __post_init__, Megatron-LM b0cc2706
+         * transformer_config.py:1852-1888; its other conditions:
+         * aps_check_moe).  Said here, whatever the expert degrees, so that
+         * this check alone tells the search that no full-recompute
+         * strategy runs (search.space_of: "none" is then enumerated on its
+         * own, not as full recompute of no layer). */
+        if (t->overlap_moe_expert_parallel_comm &&
+            s->layer_recompute == APS_RECOMPUTE_FULL) {
+            aps_fmt(msg, n, "training.overlap_moe_expert_parallel_comm does "
+                    "not run with full recompute "
+                    "(megatron/core/transformer/transformer_config.py)");
+            return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
         /* --decoder-first/last-pipeline-num-layers make only the first
          * and last stage differ, the split balance.c gives; any other
          * per-rank split runs as --pipeline-model-parallel-layout (the

@@ -220,8 +220,7 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
             why = "needs the alltoall or flex dispatcher";
         else if (s->pp_degree > 1 && s->vpp_degree <= 1)
             why = "needs a virtual pipeline (vpp_degree > 1) when pp_degree > 1";
-        else if (s->layer_recompute == APS_RECOMPUTE_FULL)
-            why = "does not run with full recompute";
+        /* (full recompute: aps_check_framework) */
         else if (t->moe_shared_expert_overlap)
             why = "excludes moe_shared_expert_overlap";
         if (why) {

@@ -1658,6 +1658,14 @@ static void test_ep_comm_overlap(void **state)
     assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),
                      APS_REASON_FRAMEWORK_UNSUPPORTED);
     assert_non_null(strstr(msg, "full recompute"));
+    /* the framework check alone says it, whatever the expert degree: the
+     * search reads it to enumerate "none" apart from full recompute of no
+     * layer (a new user lost every recompute-none strategy to it) */
+    s.ep_degree = 1;
+    assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_FRAMEWORK_UNSUPPORTED);
+    assert_non_null(strstr(msg, "full recompute"));
+    s.ep_degree = 8;
     s.layer_recompute = APS_RECOMPUTE_NONE;
     t.moe_shared_expert_overlap = true;
     assert_int_equal(aps_check_all(&m, &c, &t, &s, msg, sizeof msg),

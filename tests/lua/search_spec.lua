@@ -760,6 +760,26 @@ describe("fast path vs full enumeration", function()
     end
   end)
 
+  -- full recompute of no layer (recompute_num_layers "auto") stands for
+  -- "none" only where full recompute runs: under EP overlap Megatron
+  -- refuses it for every strategy, and a new user's space that listed
+  -- full lost every recompute-none strategy (64 feasible against 128)
+  it("keeps recompute none where the framework refuses full recompute (EP overlap)", function()
+    local function run(lr)
+      local raw = policy.load_raw(ROOT .. "/examples/qwen3_30b_a3b_h100.lua")
+      raw.training.overlap_moe_expert_parallel_comm = true
+      raw.search_space.pp_degree, raw.search_space.vpp_degree = { 1 }, { 1 }
+      raw.search_space.layer_recompute, raw.search_space.recompute_num_layers = lr, { "auto" }
+      return search.run(policy.from_table(raw, "overlap.lua"), { sensitivity = false })
+    end
+    local with_full, without = run({ "none", "full" }), run({ "none" })
+    assert.is_true(without.all_candidate_summary.feasible > 0)
+    assert.are.equal(without.all_candidate_summary.feasible, with_full.all_candidate_summary.feasible)
+    assert.are.equal("none", with_full.top_k_strategies[1].layer_recompute)
+    assert.are.equal(without.top_k_strategies[1].performance_cost.step_time,
+      with_full.top_k_strategies[1].performance_cost.step_time)
+  end)
+
   it("is the same on mixture-of-experts spaces (ep, etp, dispatchers)", function()
     local raw = policy.load_raw(ROOT .. "/examples/mixtral_8x7b_h100.lua")
     raw.search_space = {

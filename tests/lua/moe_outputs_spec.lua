@@ -407,7 +407,14 @@ describe("the Megatron launch of an MLA model with YaRN (DeepSeek-V3)", function
     _, notes = rope(dsv3)
     assert.truthy(notes:find("NOT EXPRESSIBLE in Megatron-LM: yarn beta_fast 16: MLATransformerConfig fixes it " ..
       "at 32", 1, true), notes)
+    -- with the setting that builds the same job (Kimi-K2's beta_fast 1:
+    -- run --launchable megatron found nothing and its what-to-relax did
+    -- not say how; a new user's find)
+    assert.truthy(notes:find("it changes no time or memory: --set model.yarn_beta_fast=32 estimates the job " ..
+      "the script builds", 1, true), notes)
     dsv3.yarn_beta_fast = 32
+    _, notes = rope(dsv3)
+    assert.falsy(notes:find("beta_fast", 1, true), notes)
     -- another original context has no flag
     dsv3.original_max_position_embeddings = 8192
     _, notes = rope(dsv3)

@@ -168,6 +168,15 @@ M.LLAMA3_BUILDER_FACTOR = 8
 -- transformers when the config gives both (hf.lua).
 M.MLA_YARN_FIXED = { original_max_position_embeddings = 4096, beta_fast = 32, beta_slow = 1 }
 
+-- The end of a NOT EXPRESSIBLE line for a YaRN constant MLA fixes: it
+-- shapes the rotary frequencies only, so the estimate of the job the
+-- script builds is the same, and `--set model.<field>=<fixed>` (a run's
+-- what-to-relax quotes the line) makes the two alike.
+local function same_job(field, fixed)
+  return string.format("; it changes no time or memory: --set model.%s=%s estimates the job the script builds",
+    field, M.num(fixed))
+end
+
 --- How far a solved --mscale may be from Megatron's default 1.0 and still
 -- be that default (not written): the float error of hf.yarn_mscale_for's
 -- solve, a few ulps.
@@ -316,9 +325,9 @@ function M.rope_args(m, A, N, tr)
     local orig, fixed = require("apsearch.hf").yarn_original(m), M.MLA_YARN_FIXED.original_max_position_embeddings
     if orig ~= fixed then
       N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn original_max_position_embeddings %s%s: " ..
-        "MLATransformerConfig fixes it at %s (no flag)", orig and M.num(orig) or "not given",
+        "MLATransformerConfig fixes it at %s (no flag)%s", orig and M.num(orig) or "not given",
         (m.original_max_position_embeddings or 0) > 0 and "" or " (transformers: max_position_embeddings)",
-        M.num(fixed)))
+        M.num(fixed), same_job("original_max_position_embeddings", fixed)))
     end
     if m.yarn_no_truncate then
       N("NOT EXPRESSIBLE in Megatron-LM", "yarn truncate false: MLA's YarnRotaryEmbedding rounds the ramp's ends " ..
@@ -329,7 +338,7 @@ function M.rope_args(m, A, N, tr)
       local v, fixed = m["yarn_" .. k] or 0, M.MLA_YARN_FIXED[k]
       if v > 0 and v ~= fixed then
         N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn %s %s: MLATransformerConfig fixes it at %s " ..
-          "(no flag)", k, M.num(v), M.num(fixed)))
+          "(no flag)%s", k, M.num(v), M.num(fixed), same_job("yarn_" .. k, fixed)))
       end
     end
   elseif kind ~= "none" and kind ~= "yarn" then

@@ -764,6 +764,17 @@ function Norm:device(v, path)
         self:fail(path, ("unknown device preset; did you mean the cluster %q (DEVICE:NODES[xGPUS]: %s GPUs in one "
           .. "host)?"):format(dev .. ":1x" .. n, n), v)
       end
+      -- the count first ("64xh100", "8x H100"): that many GPUs, in hosts
+      -- of the device's size when they fill them
+      n, dev = v:match("^([1-9]%d*)%s*[xX%*]%s*(.+)$")
+      local name = dev and M.device_preset_name(dev)
+      if name and tonumber(n) < 2 ^ 24 then
+        local host = M.HOST_GPUS[name] or M.HOST_GPUS_DEFAULT
+        local k = math.tointeger(tonumber(n))
+        local spec = k % host == 0 and ("%s:%dx%d"):format(dev, k // host, host) or ("%s:1x%d"):format(dev, k)
+        self:fail(path, ("unknown device preset; did you mean the cluster %q (DEVICE:NODES[xGPUS]: %d GPUs)?")
+          :format(spec, k), v)
+      end
       self:fail(path, (no_preset_problem(v) or suggest.problem("unknown device preset", v, names)) ..
         " (known: " .. table.concat(names, ", ") .. ")", v)
     end

@@ -129,6 +129,21 @@ M.FIELD_ALIASES = {
   pipeline_parallel_size = "pp_degree", pipeline_model_parallel_size = "pp_degree",
   context_parallel_size = "cp_degree", expert_model_parallel_size = "ep_degree",
   expert_parallel_size = "ep_degree", data_parallel_shard_degree = "fsdp_degree",
+  -- the dimensions as people say them, and TorchTitan's [parallelism] and
+  -- Megatron-LM's remaining names (torchtitan/config/job_config.py;
+  -- megatron/training/arguments.py)
+  tensor_parallel = "tp_degree", pipeline_parallel = "pp_degree", context_parallel = "cp_degree",
+  expert_parallel = "ep_degree", data_parallel = "dp_degree",
+  tensor_parallel_degree = "tp_degree", pipeline_parallel_degree = "pp_degree",
+  context_parallel_degree = "cp_degree", expert_parallel_degree = "ep_degree",
+  expert_tensor_parallel_degree = "etp_degree", expert_tensor_parallel_size = "etp_degree",
+  data_parallel_replicate_degree = "dp_degree", data_parallel_size = "dp_degree",
+  virtual_pipeline_model_parallel_size = "vpp_degree", num_virtual_stages_per_pipeline_rank = "vpp_degree",
+  recompute_granularity = "layer_recompute", activation_checkpoint = "layer_recompute",
+  -- framework names for training.framework's values: TorchTitan is fsdp2,
+  -- Megatron-LM (and NeMo, Megatron-Bridge) megatron, llm-foundry fsdp
+  torchtitan = "fsdp2", ["megatron-lm"] = "megatron", megatron_lm = "megatron", nemo = "megatron",
+  ["megatron-bridge"] = "megatron", ["llm-foundry"] = "fsdp", nemo_automodel = "automodel",
 }
 
 --- The known names closest to `word`.

@@ -349,6 +349,13 @@ describe("apsearch command line habits", function()
     assert.truthy(err:find('cluster.gpus_per_node: unknown field; did you mean "devices_per_node"?', 1, true), err)
     err = err_line(apsearch("run", "--fix", "tensor_model_parallel_size=2"))
     assert.truthy(err:find('did you mean "tp_degree"?', 1, true), err)
+    -- the dimension as said, TorchTitan's names, and its framework name
+    err = err_line(apsearch("run", "--fix", "tensor_parallel=2"))
+    assert.truthy(err:find('did you mean "tp_degree"?', 1, true), err)
+    err = err_line(apsearch("run", "--fix", "pipeline_parallel_degree=2"))
+    assert.truthy(err:find('did you mean "pp_degree"?', 1, true), err)
+    err = err_line(apsearch("run", "--set", "training.framework=torchtitan"))
+    assert.truthy(err:find('did you mean "fsdp2"?', 1, true), err)
   end)
 
   it("suggests presets and enum values", function()
@@ -362,6 +369,12 @@ describe("apsearch command line habits", function()
     assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100x8"))
       :find('unknown device preset; did you mean the cluster "h100:1x8" (DEVICE:NODES[xGPUS]: 8 GPUs in one host)? '
         .. '(got "h100x8")', 1, true))
+    -- the count first (a new user's "64xh100"): in hosts of the device's size
+    assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "64xh100"))
+      :find('unknown device preset; did you mean the cluster "h100:8x8" (DEVICE:NODES[xGPUS]: 64 GPUs)? '
+        .. '(got "64xh100")', 1, true))
+    assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "6xgb200"))
+      :find('did you mean the cluster "gb200:1x6"', 1, true))
     -- no spec that is refused in turn (a breaker's pass: "h100:1x0")
     for _, c in ipairs({ "h100x0", "h100x08", "h100-00" }) do
       assert.is_nil(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", c)):find("did you mean", 1, true), c)

@@ -7155,6 +7155,27 @@ M.TYPE_CLASSES = { kimi_k2 = "DeepseekV3ForCausalLM" }
 -- whose model is not that reader's: no "did you mean" is offered (a
 -- config renamed to the hint would be read as another model without a
 -- word), the error says what differs instead.
+--- Encoder-only model types of transformers (a bidirectional encoder
+-- with a masked-LM head, no causal decoder): said as such when refused.
+M.ENCODER_ONLY_TYPES = { bert = true, roberta = true, ["xlm-roberta"] = true, deberta = true,
+  ["deberta-v2"] = true, electra = true, albert = true, distilbert = true, modernbert = true,
+  camembert = true, mpnet = true, ernie = true, ["nomic_bert"] = true }
+
+--- What an unsupported config is when it is not a decoder-only language
+-- model: "an encoder-decoder model (is_encoder_decoder true)" (T5, BART,
+-- Whisper: PretrainedConfig.is_encoder_decoder, transformers
+-- configuration_utils.py) or "an encoder-only model (bert)"; nil else.
+-- @tparam table cfg the config
+-- @param mt its model_type
+-- @treturn string|nil
+function M.not_decoder_only(cfg, mt)
+  if cfg.is_encoder_decoder == true then return "an encoder-decoder model (is_encoder_decoder true)" end
+  if type(mt) == "string" and M.ENCODER_ONLY_TYPES[mt:lower()] then
+    return ("an encoder-only model (%s)"):format(mt)
+  end
+  return nil
+end
+
 M.NOT_LIKE = {
   qwen = 'Qwen v1 (QWenLMHeadModel: one c_attn GEMM with biases, no grouped K/V heads, an intermediate_size ' ..
     'twice its MLP width), not the model of "qwen2"',
@@ -7676,7 +7697,9 @@ function M.from_config(cfg, source, name)
   end
   local build = builders[mt]
   if not build then
+    local kind = M.not_decoder_only(cfg, mt)
     util.fail(source, "model_type", (M.NOT_LIKE[mt] and "unsupported model type: " .. M.NOT_LIKE[mt]
+      or kind and ("unsupported model type: %s; apsearch models decoder-only language models"):format(kind)
       or require("apsearch.suggest").problem("unsupported model type", tostring(mt), all)) ..
       " (supported: " .. util.join(all) .. "); write another as a policy's " ..
       "model table of its sizes (docs/policy.md \"model\")", mt)

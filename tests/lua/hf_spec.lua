@@ -988,6 +988,15 @@ describe("model types a new user brings", function()
     assert.is_nil(e:find("did you mean", 1, true))
   end)
 
+  it("says an encoder-decoder or encoder-only config is not a decoder-only model (a new user's T5, BERT)", function()
+    local e = H.err_of(hf.from_config, { model_type = "t5", is_encoder_decoder = true, d_model = 512 }, "t5.json")
+    assert.matches("t5.json: model_type: unsupported model type: an encoder-decoder model (is_encoder_decoder " ..
+      "true); apsearch models decoder-only language models", e, 1, true)
+    e = H.err_of(hf.from_config, { model_type = "bert", hidden_size = 768 }, "b.json")
+    assert.matches("unsupported model type: an encoder-only model (bert); apsearch models decoder-only", e, 1, true)
+    assert.is_nil(e:find("did you mean", 1, true))
+  end)
+
   it("reads a Kimi-K2 config copied without architectures by the class its released file names", function()
     assert.are.same({ "deepseek_v3", "DeepseekV3ForCausalLM" }, { hf.model_type_of({ model_type = "kimi_k2" }) })
     -- a file that names another class keeps it

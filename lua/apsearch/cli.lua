@@ -1360,7 +1360,7 @@ M.ESTIMATE_EXAMPLES = {
 --- The strategy fields that say how layers go to pipeline stages: when
 -- `--strategy` gives one, the policy's single values of the others are
 -- not inherited (the command line wins; docs/policy.md "estimate").
-M.SPLIT_FIELDS = { "pipeline_split", "stage_partition", "layer_offset" }
+M.SPLIT_FIELDS = schema.split_fields
 
 -- a policy or strategy value as the note shows it: arrays with colons
 local value_text = require("apsearch.format.common").value_text

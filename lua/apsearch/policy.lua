@@ -451,6 +451,20 @@ end
 function M.fix_field(key, value)
   key = schema.strategy_short[key] or key
   local dim = schema.strategy_aliases[key] or key
+  -- an array as the strategy lines print it, colons between its entries
+  -- (stage_partition=27:27:26, recompute_num_layers=2:2:2:2): one value of
+  -- the dimension, as --strategy reads it (a comma list: one array each)
+  local function colons(v)
+    if type(v) ~= "string" or not v:find(":", 1, true) or dim == "recompute_modules" then return v end
+    local a = util.array()
+    for part in v:gmatch("[^:]+") do a[#a + 1] = util.parse_scalar(part) end
+    return a
+  end
+  if type(value) == "string" and colons(value) ~= value then
+    value = { colons(value) }
+  elseif type(value) == "table" then
+    for i, v in ipairs(value) do value[i] = colons(v) end
+  end
   if schema.strategy[dim] == "bool" and value ~= nil then
     value = on_off(value)
     -- said as --strategy says it: these two spellings are taken too
@@ -472,6 +486,16 @@ local function apply_fix(raw, key, value)
   if raw.search_space == nil then raw.search_space = {} end
   if type(raw.search_space) ~= "table" then
     util.fail("--fix", "search_space", "expected a table", raw.search_space)
+  end
+  -- a split fixed on the command line replaces the policy's other ways to
+  -- say one (a pasted stage_partition beside a policy's layer_offset
+  -- balanced was refused as both given), as --strategy's does
+  for _, f in ipairs(schema.split_fields) do
+    if dim == f then
+      for _, g in ipairs(schema.split_fields) do
+        if g ~= f then raw.search_space[g] = nil end
+      end
+    end
   end
   apply_set(raw, "search_space." .. key, value)
 end

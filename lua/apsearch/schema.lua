@@ -288,12 +288,17 @@ M.strategy_aliases = {
 -- stands for: `estimate --strategy` and `run --fix` take them, so a line the
 -- run printed pastes back as it is; `sp` and the other on-off fields as
 -- on / off.
+--- The strategy fields that say how layers go to pipeline stages, one
+-- way each: one given on the command line (`estimate --strategy`, `run
+-- --fix`) replaces the policy's others (docs/policy.md "estimate").
+M.split_fields = { "pipeline_split", "stage_partition", "layer_offset" }
+
 M.strategy_short = {
   dp = "dp_degree", fsdp = "fsdp_degree", tp = "tp_degree", sp = "sequence_parallel", pp = "pp_degree",
   vpp = "vpp_degree", schedule = "pp_schedule", mbgroup = "microbatch_group_size", cp = "cp_degree",
   cp_comm = "cp_comm_type", zero = "zero_stage", ep = "ep_degree", etp = "etp_degree",
   reshard = "reshard_after_forward", mbs = "micro_batch_size", mbn = "micro_batch_num",
-  recompute = "layer_recompute",
+  recompute = "layer_recompute", dispatcher = "moe_token_dispatcher", capacity = "moe_capacity_factor",
 }
 
 --- Search dimensions, in enumeration order (outermost first).

@@ -195,15 +195,28 @@ function M.describe_strategy(s)
   if s.zero_stage and (s.zero_stage > 0 or (s.fsdp_degree or 1) <= 1) then
     parts[#parts + 1] = "zero=" .. s.zero_stage
   end
-  -- mixture of experts (set for MoE models only)
+  -- mixture of experts (set for MoE models only); the dispatcher always
+  -- (a line without it is estimated at the framework's), a capacity
+  -- factor when it drops tokens (without it: dropless)
   if s.ep_degree then parts[#parts + 1] = "ep=" .. s.ep_degree end
   if s.etp_degree then parts[#parts + 1] = "etp=" .. s.etp_degree end
+  if s.moe_token_dispatcher then parts[#parts + 1] = "dispatcher=" .. tostring(s.moe_token_dispatcher) end
+  if (s.moe_capacity_factor or 0) > 0 then parts[#parts + 1] = "capacity=" .. s.moe_capacity_factor end
   if s.fsdp_degree and s.fsdp_degree > 1 and s.reshard_after_forward == false then
     parts[#parts + 1] = "reshard=false"
   end
   parts[#parts + 1] = string.format("mbs=%s", s.micro_batch_size)
   if s.micro_batch_num and s.micro_batch_num > 0 then parts[#parts + 1] = "mbn=" .. s.micro_batch_num end
   parts[#parts + 1] = "recompute=" .. tostring(s.layer_recompute)
+  -- what else tells two recompute strategies apart: the selective modules
+  -- (a line without them is estimated at the core's core_attn) and
+  -- Megatron's uniform method (without it: block)
+  if s.layer_recompute == "selective" and s.recompute_modules then
+    parts[#parts + 1] = "recompute_modules=" .. tostring(s.recompute_modules)
+  end
+  if s.layer_recompute == "full" and s.recompute_method == "uniform" then
+    parts[#parts + 1] = "recompute_method=uniform"
+  end
   -- a ranked record's resolved per-stage recompute and split (balanced or
   -- auto), spelt as --strategy takes them, so that the line re-estimates
   -- the job it ranked

@@ -68,11 +68,28 @@ describe("estimate --from result.json --rank N", function()
   -- as they are printed (a new user's pass, 2026-12-06: "dp: unknown
   -- strategy field")
   it("estimates a strategy line the run printed, pasted back with its short names", function()
+    -- spaces whose ranked strategies differ only in the selective modules,
+    -- the full-recompute method, the dispatcher or the capacity factor,
+    -- which the lines once left out (a breaker's find: four MoE strategies
+    -- printed one line, a selective one pasted back out of memory)
+    local rec_policy, moe_policy = dir .. "/recompute_lines.lua", dir .. "/moe_lines.lua"
+    H.write(rec_policy, [[return { model = "llama-3.1-70b", cluster = { device = "h100-sxm-80gb", nodes = 4,
+      devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 8192, framework = "megatron" },
+      search_space = { data_parallel = "auto", zero_stage = { 0, 1 }, tp_degree = { 4, 8 }, pp_degree = { 4, 8 },
+        sequence_parallel = { true }, micro_batch_size = { 1 }, layer_recompute = { "full", "selective" },
+        recompute_method = { "block", "uniform" }, recompute_num_layers = { 1, 2 },
+        recompute_modules = { "core_attn", "mlp" } }, top_k = 8 }]])
+    H.write(moe_policy, [[return { model = "mixtral-8x7b", cluster = { device = "h100-sxm-80gb", nodes = 2,
+      devices_per_node = 8 }, training = { global_batch_size = 64, seq_length = 4096, framework = "megatron" },
+      search_space = { data_parallel = "auto", zero_stage = { 1 }, tp_degree = { 2 }, sequence_parallel = { true },
+        pp_degree = { 2 }, micro_batch_size = { 1 }, layer_recompute = { "selective" }, ep_degree = { 4 },
+        moe_token_dispatcher = { "allgather", "alltoall" }, moe_capacity_factor = { 0, 1.0 } }, top_k = 4 }]])
     for _, run in ipairs({ { EX .. "llama3_8b_h100.lua" }, { "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:16" },
-        { EX .. "llama3_8b_128k_cp.lua" }, { "--model", "mixtral-8x7b", "--cluster", "h100:4x8" } }) do
+        { EX .. "llama3_8b_128k_cp.lua" }, { "--model", "mixtral-8x7b", "--cluster", "h100:4x8" }, { rec_policy },
+        { moe_policy } }) do
       -- (Mixtral's top 4 holds a zero=0 line between zero=1 ones, which
       -- once printed no zero= and re-estimated at stage 1: a breaker's find)
-      local code, out, err = H.apsearch("run", "--format", "json", "--top-k", "4", table.unpack(run))
+      local code, out, err = H.apsearch("run", "--format", "json", "--top-k", "8", table.unpack(run))
       assert.are.equal(0, code, err)
       local result = json.decode(out)
       local n = 0

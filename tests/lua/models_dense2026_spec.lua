@@ -96,7 +96,7 @@ describe("dense 2024-26 families: exact parameter counts", function()
     assert.are.same({}, info.notes)
     assert.is_false(info.dropout)
     -- TorchTitan's and MindFormers' Llama block: a NOT EXPRESSIBLE line for the 1 + w weights
-    assert.are.same({ "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next): the " ..
+    assert.are.same({ "norm weights used as 1 + w (norm_zero_centered: Nemotron's LayerNorm1P, Qwen3-Next, Gemma 1-3): the " ..
       "Llama norms scale by w" }, require("apsearch.launch").llama_block_features(m))
     -- absent keys: NemotronConfig's partial_rotary_factor 0.5, relu2; biases when asked
     local c = copy(MINITRON_4B)

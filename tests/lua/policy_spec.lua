@@ -419,6 +419,16 @@ describe("--set and --fix", function()
     -- on / off only for an on-off field
     assert.are.equal('--fix: search_space.cp_degree: must be a positive integer (got "off")',
       err_of(norm, base(), { fix = { "cp=off" } }))
+    -- the colon arrays the lines print (a breaker's find: refused), a
+    -- comma list of them one array each; a split fixed replaces the
+    -- policy's other way to say one
+    local raw = base()
+    raw.search_space.layer_offset = { "balanced" }
+    p = norm(raw, { fix = { "pp=2", "stage_partition=16:16", "recompute_num_layers=2:2,1:1" } })
+    d = p.search_space.dims
+    assert.are.same({ { 16, 16 } }, d.stage_partition)
+    assert.are.same({ { 2, 2 }, { 1, 1 } }, d.recompute_num_layers)
+    assert.is_nil(d.layer_offset)
     -- and an on-off field says it takes both spellings, as --strategy does
     assert.are.equal('--fix: search_space.sequence_parallel: expected on, off, true or false (got "yes")',
       err_of(norm, base(), { fix = { "sp=on,yes" } }))

@@ -87,6 +87,7 @@ function M.load(path)
   local cjson = require "cjson.safe"
   local text, err = util.read_file(path)
   if not text then error(path .. ": " .. tostring(err), 0) end
+  util.refuse_nul(path, text)
   local c, jerr = cjson.decode(text)
   if type(c) ~= "table" then error(path .. ": not valid JSON (" .. tostring(jerr) .. ")", 0) end
   util.refuse_duplicate_key(path, text)

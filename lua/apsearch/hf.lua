@@ -7875,6 +7875,7 @@ function M.load(path, name)
   if not text:find("%S") then
     error(string.format("%s: empty file (a Hugging Face config.json is one JSON object)", path), 0)
   end
+  util.refuse_nul(path, text)
   local ok, cfg = pcall(cjson.decode, text)
   if not ok then
     error(string.format("%s: invalid JSON: %s", path, M.json_error_where(tostring(cfg), text)), 0)

@@ -215,6 +215,7 @@ function M.load(path)
     end
   end
   local text = M.read_text(path)
+  util.refuse_nul(path, text, function(problem) fail(path, problem) end)
   local cjson = require "cjson.safe"
   local doc, err = cjson.decode(text)
   if doc == nil then

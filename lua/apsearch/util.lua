@@ -444,6 +444,23 @@ function M.write_atomic(path, data)
   return true
 end
 
+--- Refuses a text with a NUL byte before it is decoded as JSON: lua-cjson
+-- stops reading at the first NUL, so a file with garbage after one was
+-- read as the object before it (JSON has no NUL outside a string's
+-- escape, RFC 8259 s.7).
+-- @tparam string path the file, for the message
+-- @tparam string text its contents
+-- @tparam[opt] function raise called with the problem instead (a caller's
+--   own message form)
+-- @raise `<path>: a NUL byte at offset N: not JSON text`
+function M.refuse_nul(path, text, raise)
+  local at = text:find("\0", 1, true)
+  if not at then return end
+  local problem = ("a NUL byte at offset %d: not JSON text"):format(at - 1)
+  if raise then raise(problem) end
+  error(path .. ": " .. problem, 0)
+end
+
 --- Refuses a JSON file (already decoded) whose object gives a key twice:
 -- lua-cjson keeps the last one silently, so a hand edit that repeats
 -- `hidden_size` would estimate another model than the file seems to say

@@ -47,6 +47,26 @@ describe("JSON output of strings that are not UTF-8", function()
 
 end)
 
+describe("JSON files with a NUL byte", function()
+  -- (a breaker's find: lua-cjson stops at a NUL, so a config.json with
+  -- garbage after one was read as the object before it, exit 0)
+  it("are refused before decoding: config.json, calibration and trace, one line, exit 2", function()
+    local dir = H.tmpdir()
+    H.write(dir .. "/c.json", '{"model_type": "llama"}\0 junk')
+    H.write(dir .. "/k.json", '{}\0junk')
+    H.write(dir .. "/t.json", '{"traceEvents": []}\0junk')
+    for _, case in ipairs({
+      { { "inspect", dir .. "/c.json" }, dir .. "/c.json: a NUL byte at offset 23: not JSON text" },
+      { { "run", "-q", "--calibration", dir .. "/k.json" }, dir .. "/k.json: a NUL byte at offset 2: not JSON text" },
+      { { "calibrate", "--trace", dir .. "/t.json" }, dir .. "/t.json: trace: a NUL byte at offset 19: not JSON text" },
+    }) do
+      local code, _, err = H.apsearch(table.unpack(case[1]))
+      assert.are.equal(2, code, err)
+      assert.are.equal("apsearch: " .. case[2] .. "\n", err)
+    end
+  end)
+end)
+
 describe("long names and values in error messages", function()
   -- (a breaker's find: a model_type of 200 "é" was cut inside a character,
   -- and describe then escaped every one of them as \195\169)

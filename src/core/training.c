@@ -718,8 +718,9 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
         !(d->peak_flops_fp4 > 0 && d->peak_flops_fp8 > 0)) {
         aps_fmt(err, n, "training.precision: %s on %s, which has no NVFP4 "
                 "peak (cluster.device.peak_flops_fp4 = 0): apsearch prices "
-                "mxfp8 and nvfp4 only on block-scaled tensor cores with "
-                "NVFP4 (NVIDIA Blackwell)",
+                "mxfp8 and nvfp4 only at NVIDIA Blackwell's block-scaled "
+                "GEMM rates (TransformerEngine), which it knows a device "
+                "by; other MX matrix cores (AMD CDNA 4) are not priced",
                 aps_precision_name(t->precision), d->name);
         return APS_ENOTIMPL;
     }

@@ -38,6 +38,10 @@ end
 -- `{...}`): a script's cyclic or exponentially shared table is described
 -- in at most 6 + 6^2 steps, not walked
 local DESCRIBE_DEPTH = 2
+-- how many array items or record fields describe shows of a table, and
+-- the most fields it sorts to choose them by name
+local DESCRIBE_ITEMS = 6
+local DESCRIBE_FIELDS_SCANNED = 64
 
 -- v (a string) itself when at most max bytes long, else its first bytes
 -- and "..." in max bytes, cut between UTF-8 characters: back over the
@@ -51,10 +55,11 @@ end
 
 --- Short printable description of a value for error messages.
 -- Strings are quoted and cut at 60 bytes; tables are summarized (the
--- first 6 array items, DESCRIBE_DEPTH levels deep, raw access only).
+-- first 6 array items, or up to 6 fields by name, DESCRIBE_DEPTH levels
+-- deep, raw access only).
 -- @param v any value
 -- @param[opt] depth levels already shown (internal)
--- @treturn string e.g. `"fp7"`, `2.5`, `true`, `nil`, `{...}`
+-- @treturn string e.g. `"fp7"`, `2.5`, `true`, `nil`, `{max = 8, min = 1}`, `{...}`
 function M.describe(v, depth)
   local t = type(v)
   if t == "userdata" and package.loaded.cjson and v == package.loaded.cjson.null then
@@ -80,11 +85,29 @@ function M.describe(v, depth)
     local n = rawlen(v)
     if n > 0 then
       local parts = {}
-      for i = 1, math.min(n, 6) do parts[i] = M.describe(rawget(v, i), depth + 1) end
-      if n > 6 then parts[#parts + 1] = "... " .. n .. " in all" end
+      for i = 1, math.min(n, DESCRIBE_ITEMS) do parts[i] = M.describe(rawget(v, i), depth + 1) end
+      if n > DESCRIBE_ITEMS then parts[#parts + 1] = "... " .. n .. " in all" end
       return "{" .. table.concat(parts, ", ") .. "}"
     end
-    return next(v) == nil and "{}" or "table"
+    -- a record: its first fields by name, as a script would write them;
+    -- one of more than DESCRIBE_FIELDS_SCANNED fields is not walked
+    -- whole (a script's large table) and said as {...}
+    local keys = {}
+    for k in next, v do
+      keys[#keys + 1] = k
+      if #keys > DESCRIBE_FIELDS_SCANNED then return "{...}" end
+    end
+    if #keys == 0 then return "{}" end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    local more = #keys > DESCRIBE_ITEMS
+    for i = #keys, DESCRIBE_ITEMS + 1, -1 do keys[i] = nil end
+    local parts = {}
+    for i, k in ipairs(keys) do
+      local name = type(k) == "string" and k:match("^[%a_][%w_]*$") and k or "[" .. M.describe(k, depth + 1) .. "]"
+      parts[i] = name .. " = " .. M.describe(rawget(v, k), depth + 1)
+    end
+    if more then parts[#parts + 1] = "..." end
+    return "{" .. table.concat(parts, ", ") .. "}"
   end
   return tostring(v)
 end

@@ -81,6 +81,18 @@ describe("long names and values in error messages", function()
     assert.are.equal('"' .. string.rep("\195\169", 28) .. '..."', util.describe(long))
     assert.are.equal("abc", util.clip("abc"))
   end)
+
+  -- (a breaker's find: a range or a misplaced section said "(got table)")
+  it("say a record by its first fields in name order, a large one as {...}", function()
+    local util = require "apsearch.util"
+    assert.are.equal("{max = 99999999999, min = 1}", util.describe({ min = 1, max = 99999999999 }))
+    assert.are.equal('{["0"] = 1}', util.describe({ ["0"] = 1 }))
+    local t = {}
+    for i = 1, 8 do t["k" .. i] = i end
+    assert.are.equal("{k1 = 1, k2 = 2, k3 = 3, k4 = 4, k5 = 5, k6 = 6, ...}", util.describe(t))
+    for i = 9, 65 do t["k" .. i] = i end
+    assert.are.equal("{...}", util.describe(t))
+  end)
 end)
 
 describe("--set values replaced by a later option are still validated", function()

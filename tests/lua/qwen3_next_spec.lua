@@ -109,7 +109,7 @@ describe("qwen3_next: bad values exit 2 naming file, key and value", function()
       "modelled (got true)" },
     { "mtp_num_hidden_layers", -1, "mtp_num_hidden_layers: expected an integer in [0, 16777216] (got -1)" },
     -- an object, not an array (it was taken as an empty list)
-    { "mlp_only_layers", { ["0"] = 1 }, "mlp_only_layers: expected an array of layer indices (got table)" },
+    { "mlp_only_layers", { ["0"] = 1 }, "mlp_only_layers: expected an array of layer indices (got {[\"0\"] = 1})" },
   }
   local dir = H.tmpdir()
   for i, case in ipairs(cases) do

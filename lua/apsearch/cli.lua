@@ -762,7 +762,13 @@ end
 function M.built_header(p, b, header)
   local t = p.training
   local same = true
-  for k in pairs(b) do same = same and t[k] == b[k] end
+  for _, k in ipairs(M.BUILT_HEADER_FIELDS) do
+    -- (an on-off setting the built table leaves out is off)
+    local tv, bv = t[k], b[k]
+    if tv == false then tv = nil end
+    if bv == false then bv = nil end
+    same = same and tv == bv
+  end
   if same then return header end
   return require("apsearch.defaults").header(p.model, t, p.cluster.num_devices, b)
 end
@@ -779,7 +785,8 @@ function M.built_batch(raw)
 end
 
 --- The training fields a built policy's header states (M.built_batch).
-M.BUILT_HEADER_FIELDS = { "global_batch_size", "seq_length", "framework", "precision", "optimizer" }
+M.BUILT_HEADER_FIELDS = { "global_batch_size", "seq_length", "framework", "precision", "optimizer",
+  "overlap_moe_expert_parallel_comm" }
 
 --- Names for a message: comma-separated, or "none" for an empty list.
 -- @tparam table names array of strings

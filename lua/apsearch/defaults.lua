@@ -497,6 +497,8 @@ function M.header(model, training, n, built)
     string.format("defaults: global batch %d x %d = %s tokens; %s", training.global_batch_size,
       training.seq_length, commas(tokens), rule),
   }
+  local moe_line = M.moe_overlap_note(model, training)
+  if moe_line then lines[#lines + 1] = moe_line end
   if M.whole_sequences(model) and training.global_batch_size >= n then
     lines[#lines + 1] = ("defaults: at least a sequence a GPU (%d): no strategy splits a sequence of this model " ..
       "(no TP or PP; its CP not priced)"):format(n)
@@ -504,6 +506,27 @@ function M.header(model, training, n, built)
     lines[#lines + 1] = M.split_note(training.global_batch_size, n)
   end
   return lines
+end
+
+--- The header line of a built MoE policy under Megatron-LM without the
+-- expert all-to-all overlap: the default is Megatron-LM's own (off), while
+-- NVIDIA's MoE performance recipes turn it on (Megatron-Bridge
+-- scripts/performance utils/overrides.py `_set_moe_a2a_overlap_overrides`,
+-- `moe_a2a_overlap`), and without it the all-to-all is exposed -- which
+-- favours expert parallelism inside a node.  A new user compared the
+-- default estimate of NVIDIA's Qwen3-235B EP32 layout with its published
+-- run and found it 38 % slow for want of this setting.
+-- @tparam table model normalized model
+-- @tparam table training the training table searched
+-- @treturn string|nil the line; nil for a dense model, another framework
+--   or the overlap on
+function M.moe_overlap_note(model, training)
+  if not is_moe(model) or training.framework ~= "megatron" or training.overlap_moe_expert_parallel_comm then
+    return nil
+  end
+  return "defaults: MoE as Megatron-LM runs it unless told: the expert all-to-all not overlapped, and the " ..
+    "experts' load 1.25 x the balanced share (training.moe_load_imbalance); NVIDIA's MoE recipes overlap it: " ..
+    "--set training.overlap_moe_expert_parallel_comm=true (vpp > 1 where pp > 1; no full recompute)"
 end
 
 --- The header line of a batch with fewer sequences than devices (a large

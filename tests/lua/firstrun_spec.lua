@@ -379,6 +379,14 @@ describe("apsearch init MODEL CLUSTER", function()
     local code, text, err = H.apsearch("init", "deepseek-v3", "h100-sxm-80gb:128")
     assert.are.equal(0, code, err)
     assert.truthy(text:find("-- defaults: global batch 8192 x 4096", 1, true), text)
+    -- an MoE model's header names the overlap NVIDIA's recipes set and the
+    -- default leaves off (a new user priced a recipe layout 38 % slow)
+    assert.truthy(text:find("-- defaults: MoE as Megatron-LM runs it unless told: the expert all-to-all not " ..
+      "overlapped", 1, true), text)
+    local _, _, on = H.apsearch("run", "--model", "deepseek-v3", "--cluster", "h100-sxm-80gb:128", "--top-k", "1",
+      "--set", "training.overlap_moe_expert_parallel_comm=true")
+    assert.truthy(on:find("\ndefaults: global batch", 1, true), on)
+    assert.is_nil(on:find("MoE as Megatron-LM runs it", 1, true), on)
     local dir = H.tmpdir()
     local p = H.write(dir .. "/policy.lua", text)
     local c1, out1, e1 = H.apsearch("run", p, "--format", "json", "--top-k", "1")

@@ -525,7 +525,8 @@ function M.moe_overlap_note(model, training)
     return nil
   end
   return "defaults: MoE as Megatron-LM runs it unless told: the expert all-to-all not overlapped, and the " ..
-    "experts' load 1.25 x the balanced share (training.moe_load_imbalance); NVIDIA's MoE recipes overlap it: " ..
+    "busiest expert above the balanced share, as under a balancing loss (training.moe_load_imbalance; 1: " ..
+    "balanced, as NVIDIA's benchmarks force it); NVIDIA's MoE recipes overlap the all-to-all: " ..
     "--set training.overlap_moe_expert_parallel_comm=true (vpp > 1 where pp > 1; no full recompute)"
 end
 

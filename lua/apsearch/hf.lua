@@ -7151,10 +7151,6 @@ M.CLASS_DECIDES = { bailing_moe = true }
 -- DeepseekV3ForCausalLM, modeling_deepseek.py).
 M.TYPE_CLASSES = { kimi_k2 = "DeepseekV3ForCausalLM" }
 
---- Model types without a reader whose name is close to a reader's but
--- whose model is not that reader's: no "did you mean" is offered (a
--- config renamed to the hint would be read as another model without a
--- word), the error says what differs instead.
 --- Encoder-only model types of transformers (a bidirectional encoder
 -- with a masked-LM head, no causal decoder): said as such when refused.
 M.ENCODER_ONLY_TYPES = { bert = true, roberta = true, ["xlm-roberta"] = true, deberta = true,
@@ -7176,6 +7172,10 @@ function M.not_decoder_only(cfg, mt)
   return nil
 end
 
+--- Model types without a reader whose name is close to a reader's but
+-- whose model is not that reader's: no "did you mean" is offered (a
+-- config renamed to the hint would be read as another model without a
+-- word), the error says what differs instead.
 M.NOT_LIKE = {
   qwen = 'Qwen v1 (QWenLMHeadModel: one c_attn GEMM with biases, no grouped K/V heads, an intermediate_size ' ..
     'twice its MLP width), not the model of "qwen2"',

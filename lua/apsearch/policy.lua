@@ -460,10 +460,10 @@ function M.fix_field(key, value)
     for part in v:gmatch("[^:]+") do a[#a + 1] = util.parse_scalar(part) end
     return a
   end
-  if type(value) == "string" and colons(value) ~= value then
-    value = { colons(value) }
-  elseif type(value) == "table" then
+  if type(value) == "table" then
     for i, v in ipairs(value) do value[i] = colons(v) end
+  elseif colons(value) ~= value then
+    value = { colons(value) }
   end
   if schema.strategy[dim] == "bool" and value ~= nil then
     value = on_off(value)
@@ -476,6 +476,10 @@ function M.fix_field(key, value)
   end
   return key, value
 end
+
+-- schema.split_fields as a set
+local SPLIT_FIELD = {}
+for _, f in ipairs(schema.split_fields) do SPLIT_FIELD[f] = true end
 
 local function apply_fix(raw, key, value)
   local dim = schema.strategy_aliases[key] or key
@@ -490,11 +494,9 @@ local function apply_fix(raw, key, value)
   -- a split fixed on the command line replaces the policy's other ways to
   -- say one (a pasted stage_partition beside a policy's layer_offset
   -- balanced was refused as both given), as --strategy's does
-  for _, f in ipairs(schema.split_fields) do
-    if dim == f then
-      for _, g in ipairs(schema.split_fields) do
-        if g ~= f then raw.search_space[g] = nil end
-      end
+  if SPLIT_FIELD[dim] then
+    for _, g in ipairs(schema.split_fields) do
+      if g ~= dim then raw.search_space[g] = nil end
     end
   end
   apply_set(raw, "search_space." .. key, value)

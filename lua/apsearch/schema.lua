@@ -283,16 +283,16 @@ M.strategy_aliases = {
   hsdp_replicate_degree = "dp_degree",
 }
 
---- The short names the run's strategy lines print (search.describe_strategy:
--- `dp=4 tp=8 sp=on mbs=1 recompute=none`), with the strategy field each
--- stands for: `estimate --strategy` and `run --fix` take them, so a line the
--- run printed pastes back as it is; `sp` and the other on-off fields as
--- on / off.
 --- The strategy fields that say how layers go to pipeline stages, one
 -- way each: one given on the command line (`estimate --strategy`, `run
 -- --fix`) replaces the policy's others (docs/policy.md "estimate").
 M.split_fields = { "pipeline_split", "stage_partition", "layer_offset" }
 
+--- The short names the run's strategy lines print (search.describe_strategy:
+-- `dp=4 tp=8 sp=on mbs=1 recompute=none`), with the strategy field each
+-- stands for: `estimate --strategy` and `run --fix` take them, so a line the
+-- run printed pastes back as it is; `sp` and the other on-off fields as
+-- on / off.
 M.strategy_short = {
   dp = "dp_degree", fsdp = "fsdp_degree", tp = "tp_degree", sp = "sequence_parallel", pp = "pp_degree",
   vpp = "vpp_degree", schedule = "pp_schedule", mbgroup = "microbatch_group_size", cp = "cp_degree",

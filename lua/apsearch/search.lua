@@ -196,11 +196,15 @@ function M.describe_strategy(s)
     parts[#parts + 1] = "zero=" .. s.zero_stage
   end
   -- mixture of experts (set for MoE models only); the dispatcher always
-  -- (a line without it is estimated at the framework's), a capacity
-  -- factor when it drops tokens (without it: dropless)
-  if s.ep_degree then parts[#parts + 1] = "ep=" .. s.ep_degree end
-  if s.etp_degree then parts[#parts + 1] = "etp=" .. s.etp_degree end
-  if s.moe_token_dispatcher then parts[#parts + 1] = "dispatcher=" .. tostring(s.moe_token_dispatcher) end
+  -- (a line without it is estimated at the framework's default, NeMo
+  -- AutoModel's not alltoall; a record leaves out the core's default,
+  -- alltoall: lconvert.c FT_OENUM), a capacity factor when it drops
+  -- tokens (without it: dropless)
+  if s.ep_degree then
+    parts[#parts + 1] = "ep=" .. s.ep_degree
+    if s.etp_degree then parts[#parts + 1] = "etp=" .. s.etp_degree end
+    parts[#parts + 1] = "dispatcher=" .. tostring(s.moe_token_dispatcher or "alltoall")
+  end
   if (s.moe_capacity_factor or 0) > 0 then parts[#parts + 1] = "capacity=" .. s.moe_capacity_factor end
   if s.fsdp_degree and s.fsdp_degree > 1 and s.reshard_after_forward == false then
     parts[#parts + 1] = "reshard=false"

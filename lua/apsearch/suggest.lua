@@ -114,9 +114,9 @@ local function unseparated_distance(a, b, max)
 end
 
 --- Names other tools give apsearch's fields (torchrun, DeepSpeed,
--- Megatron-LM, TorchTitan, Slurm), suggested first when the field is
--- among the known names: `gpus_per_node` is no edit away from
--- `devices_per_node`.
+-- Megatron-LM, TorchTitan, Slurm) and its framework values (`torchtitan`
+-- for `fsdp2`), suggested first when the name they stand for is among the
+-- known names: `gpus_per_node` is no edit away from `devices_per_node`.
 M.FIELD_ALIASES = {
   gpus_per_node = "devices_per_node", nproc_per_node = "devices_per_node", ngpus_per_node = "devices_per_node",
   num_gpus = "num_devices", gpus = "num_devices", world_size = "num_devices", n_gpus = "num_devices",

@@ -108,6 +108,19 @@ describe("estimate --from result.json --rank N", function()
     end
   end)
 
+  it("names the MoE dispatcher in every MoE line, alltoall where a record leaves the core's default out", function()
+    -- (a line without it is estimated at the framework's default, which
+    -- is not alltoall for NeMo AutoModel)
+    local search = require "apsearch.search"
+    local line = search.describe_strategy({ dp_degree = 1, fsdp_degree = 8, tp_degree = 1, pp_degree = 1,
+      cp_degree = 1, ep_degree = 8, etp_degree = 1, micro_batch_size = 1, layer_recompute = "none" })
+    assert.truthy(line:find("ep=8 etp=1 dispatcher=alltoall mbs=1", 1, true), line)
+    assert.is_nil(search.describe_strategy({ dp_degree = 8, fsdp_degree = 1, tp_degree = 1, pp_degree = 1,
+      cp_degree = 1, micro_batch_size = 1, layer_recompute = "none" }):find("dispatcher", 1, true))
+    assert.are.same({ moe_token_dispatcher = "flex", moe_capacity_factor = 1.25 },
+      cli.parse_strategy({ "dispatcher=flex capacity=1.25" }))
+  end)
+
   it("reads the short names' values as the table prints them, and says what they take", function()
     local s = cli.parse_strategy({ "dp=2 tp=4 sp=on mbs=1", "recompute=full,zero=1" })
     assert.are.same({ dp_degree = 2, tp_degree = 4, sequence_parallel = true, micro_batch_size = 1,

@@ -92,7 +92,9 @@ local function new_parser(name, desc)
   for _, m in ipairs({ "option", "flag" }) do
     local orig = c[m]
     c[m] = function(self, key, d, ...)
-      spec.options[#spec.options + 1] = { key = key, desc = d, flag = m == "flag" or not key:find("=", 1, true) }
+      local default = ...
+      spec.options[#spec.options + 1] = { key = key, desc = d, flag = m == "flag" or not key:find("=", 1, true),
+        repeatable = m == "option" and type(default) == "table" }
       return orig(self, key, d, ...)
     end
   end
@@ -198,6 +200,55 @@ function M.refuse_empty_values(name, args)
   end
 end
 
+--- The notes for single-value options given more than once with
+-- different values: such an option keeps its last value, as Python's
+-- argparse does (README), but an earlier value is dropped unchecked, even
+-- one that would be refused (`--top-k abc --top-k 2`; argparse converts
+-- each value as it reads it), so the note names what was dropped.  For `--calibration` it adds that the
+-- files are not merged.  Repeatable options (`--set`, `--fix`, ...) and
+-- flags are not looked at; nor is anything after `--`.
+-- @tparam table spec an entry of M.specs
+-- @tparam table args the command's arguments
+-- @treturn table lines, empty when no option was given twice
+function M.repeated_option_notes(spec, args)
+  local single = {}
+  for _, o in ipairs(spec and spec.options or {}) do
+    if not o.flag and not o.repeatable then
+      local head = o.key:match("^([^=]+)")
+      local long = head:match("(%-%-[%w%-]+)")
+      for n in head:gmatch("%-%-?[%w%-]+") do single[n] = long end
+    end
+  end
+  local seen, order = {}, {}
+  local i = 1
+  while i <= #args do
+    local a = tostring(args[i])
+    if a == "--" then break end
+    local n, v = a:match("^(%-%-?[%w][%w%-]*)=(.*)$")
+    if not n then n = a end
+    local long = single[n]
+    if long then
+      if v == nil then i = i + 1; v = args[i] and tostring(args[i]) or "" end
+      if not seen[long] then seen[long] = {}; order[#order + 1] = long end
+      table.insert(seen[long], v)
+    end
+    i = i + 1
+  end
+  local lines = {}
+  for _, long in ipairs(order) do
+    local vals, differ = seen[long], false
+    for k = 2, #vals do differ = differ or vals[k] ~= vals[1] end
+    if differ then
+      local shown = {}
+      for k, v in ipairs(vals) do shown[k] = util.clip(util.printable(v)) end
+      lines[#lines + 1] = ("apsearch: note: %s given %d times (%s): only the last, %s, applies%s"):format(
+        long, #vals, table.concat(shown, ", "), shown[#shown], long == "--calibration" and
+        " (a calibration file is not merged with another: put both files' device entries in one)" or "")
+    end
+  end
+  return lines
+end
+
 local function parse(c, args, name)
   if collecting then return nil, true end
   for _, a in ipairs(args) do
@@ -223,16 +274,8 @@ local function parse(c, args, name)
   end
   -- --wide: no width limit on the notes either
   util.set_log_fold(not opts.wide)
-  -- an option given twice keeps its last value (docs/cli.md); for
-  -- --calibration that drops a whole file, so it is said
-  local given = 0
-  for _, a in ipairs(args) do
-    if a == "--calibration" or tostring(a):match("^%-%-calibration=") then given = given + 1 end
-  end
-  if given > 1 and not opts.quiet then
-    util.log("apsearch: note: --calibration given %d times: only the last, %s, applies (a calibration file " ..
-      "is not merged with another: put both files' device entries in one)", given,
-      util.printable(tostring(opts.calibration)))
+  if not opts.quiet then
+    for _, line in ipairs(M.repeated_option_notes(M.specs[name], args)) do util.log("%s", line) end
   end
   return opts
 end

@@ -316,17 +316,39 @@ describe("apsearch command line habits", function()
   end)
   it("says a second --calibration drops the first file (calibrations are not merged)", function()
     local dir = tmpdir()
-    local calib = dir .. "/c.json"
-    local f = assert(io.open(calib, "w"))
-    f:write('{"schema_version": 1, "name": "c", "devices": {"h100-sxm-80gb": {"gemm_efficiency": 0.7}}}')
-    f:close()
-    local code, _, err = apsearch("estimate", "examples/llama3_8b_h100.lua", "--calibration", calib,
+    local calib, other = dir .. "/c.json", dir .. "/d.json"
+    for _, path in ipairs({ calib, other }) do
+      local f = assert(io.open(path, "w"))
+      f:write('{"schema_version": 1, "name": "c", "devices": {"h100-sxm-80gb": {"gemm_efficiency": 0.7}}}')
+      f:close()
+    end
+    local code, _, err = apsearch("estimate", "examples/llama3_8b_h100.lua", "--calibration", other,
       "--calibration=" .. calib)
     assert.are.equal(0, code, err)
-    assert.truthy(err:find("apsearch: note: --calibration given 2 times: only the last, " .. calib .. ", applies", 1,
-      true), err)
+    assert.truthy(err:find("apsearch: note: --calibration given 2 times (" .. other .. ", " .. calib ..
+      "): only the last, " .. calib .. ", applies (a calibration file is not merged", 1, true), err)
     local _, _, once = apsearch("estimate", "examples/llama3_8b_h100.lua", "--calibration", calib)
     assert.is_nil(once:find("given 2 times", 1, true), once)
+    -- the same file twice drops nothing
+    local _, _, same = apsearch("estimate", "examples/llama3_8b_h100.lua", "--calibration", calib,
+      "--calibration", calib)
+    assert.is_nil(same:find("given 2 times", 1, true), same)
+  end)
+  it("names what a repeated single-value option dropped, a value it would refuse included", function()
+    local cli = require "apsearch.cli"
+    local spec = cli.option_table().run
+    -- argparse's last-wins: --top-k abc alone exits 2, before a later --top-k it is dropped, and said
+    assert.are.same({ "apsearch: note: --top-k given 2 times (abc, 2): only the last, 2, applies" },
+      cli.repeated_option_notes(spec, { "--top-k", "abc", "-k", "2" }))
+    assert.are.same({ "apsearch: note: --jobs given 3 times (0, 1, 1): only the last, 1, applies" },
+      cli.repeated_option_notes(spec, { "--jobs=0", "--jobs", "1", "--jobs=1" }))
+    -- the same value twice, repeatable options, flags, and what follows -- are not looked at
+    assert.are.same({}, cli.repeated_option_notes(spec, { "--jobs", "2", "--jobs=2", "--set", "a=1", "--set", "a=2",
+      "--quiet", "--quiet", "--", "--top-k", "1", "--top-k", "3" }))
+    local code, _, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--top-k", "abc",
+      "--top-k", "1", "--fix", "tp=8", "--fix", "pp=1")
+    assert.are.equal(0, code, err)
+    assert.truthy(err:find("note: --top-k given 2 times (abc, 1): only the last, 1, applies", 1, true), err)
   end)
   it("suggests policy fields, listing the valid ones as far as the line fits 120 columns", function()
     local err = err_line(apsearch("run", "--set", "training.global_bach_size=8"))

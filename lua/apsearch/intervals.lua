@@ -69,13 +69,20 @@ function M.class_of(framework, device, precision)
   return ("%s/%s/%s"):format(tostring(framework), M.generation(device), q)
 end
 
---- Key of the best-published-MFU table: "generation/16bit|quantized".
+--- The peak family of a precision for the best-published-MFU table:
+-- "16bit" (bf16, fp16), "8bit" (fp8, mxfp8: the fp8 peak) or "4bit"
+-- (nvfp4: the fp4 peak, 2x (B200, GB200) or 3x (GB300) the fp8 one).  An
+-- MFU is a fraction of its precision's peak, so one family per peak: an
+-- NVFP4 MFU compared with the fp8 runs' best could never exceed it.
+M.MFU_FAMILY = { bf16 = "16bit", fp16 = "16bit", fp8 = "8bit", mxfp8 = "8bit", nvfp4 = "4bit" }
+
+--- Key of the best-published-MFU table: "generation/family" (M.MFU_FAMILY;
+-- a precision it lacks is its own family).
 -- @tparam string device
 -- @tparam string precision
--- @treturn string
+-- @treturn string e.g. "blackwell/4bit"
 function M.mfu_key(device, precision)
-  local q = (precision == "bf16" or precision == "fp16") and "16bit" or "quantized"
-  return M.generation(device) .. "/" .. q
+  return M.generation(device) .. "/" .. (M.MFU_FAMILY[precision] or tostring(precision))
 end
 
 --- The highest MFU published for the device's generation and the

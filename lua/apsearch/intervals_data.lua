@@ -16,8 +16,9 @@ return {
   -- over these runs and the held-out published sets
   best_mfu = {
     ["ampere/16bit"] = { mfu = 0.6174, case = "c233", source = "mosaicml/llm-foundry" },
-    ["blackwell/quantized"] = { mfu = 0.5290, case = "mbd083", source = "NVIDIA-NeMo/Megatron-Bridge" },
+    ["blackwell/4bit"] = { mfu = 0.2988, case = "mbd081", source = "NVIDIA-NeMo/Megatron-Bridge" },
+    ["blackwell/8bit"] = { mfu = 0.5290, case = "mbd083", source = "NVIDIA-NeMo/Megatron-Bridge" },
     ["hopper/16bit"] = { mfu = 0.4708, case = "mlr003", source = "NVIDIA/Megatron-LM" },
-    ["hopper/quantized"] = { mfu = 0.4785, case = "mlp05", source = "swsok/training_results_v4.1" },
+    ["hopper/8bit"] = { mfu = 0.4785, case = "mlp05", source = "swsok/training_results_v4.1" },
   },
 }

@@ -27,6 +27,13 @@ describe("intervals", function()
     assert.are.equal("deepspeed/other/quantized", intervals.class_of("deepspeed", "mi300x", "fp8"))
   end)
 
+  it("keys the best published MFU by the peak it is a fraction of", function()
+    assert.are.equal("blackwell/4bit", intervals.mfu_key("gb300", "nvfp4"))
+    assert.are.equal("blackwell/8bit", intervals.mfu_key("gb200", "mxfp8"))
+    assert.are.equal("hopper/8bit", intervals.mfu_key("h100-sxm-80gb", "fp8"))
+    assert.are.equal("ampere/16bit", intervals.mfu_key("a100-sxm4-80gb", "fp16"))
+  end)
+
   it("gives MoE models the MoE runs' class, not the dense runs'", function()
     local data = require "apsearch.intervals_data"
     local moe = data.step_time.classes[intervals.MOE_CLASS]
@@ -237,7 +244,7 @@ describe("best published MFU", function()
       case("x4", "a100-sxm4-80gb", "fp16", 0.60, 100, 50) } })
     assert.is_true(math.abs(best["hopper/16bit"].mfu - 0.48) < 1e-12)
     assert.are.equal("x2", best["hopper/16bit"].case)
-    assert.are.equal(0.30, best["hopper/quantized"].mfu)
+    assert.are.equal(0.30, best["hopper/8bit"].mfu)
     assert.is_true(math.abs(best["ampere/16bit"].mfu - 0.30) < 1e-12)
     -- held-out sets: a dense run raises a class the runs above set (0.50 x
     -- 110 / 100 = 0.55); a MoE run does not, and no class of their own
@@ -263,10 +270,10 @@ describe("best published MFU", function()
       return out
     end
     best = crossval.best_mfu(runs, { set_of("a", 5, 0.30) })
-    assert.is_nil(best["blackwell/quantized"])
+    assert.is_nil(best["blackwell/8bit"])
     best = crossval.best_mfu(runs, { set_of("a", 4, 0.30), set_of("b", 1, 0.40) })
-    assert.is_true(math.abs(best["blackwell/quantized"].mfu - 0.41) < 1e-12)
-    assert.are.equal("b1", best["blackwell/quantized"].case)
+    assert.is_true(math.abs(best["blackwell/8bit"].mfu - 0.41) < 1e-12)
+    assert.are.equal("b1", best["blackwell/8bit"].case)
   end)
 
   it("says which peak the MFU is of under low precision, and the bf16 peak's figure", function()
@@ -295,8 +302,15 @@ describe("best published MFU", function()
     assert.is_nil(intervals.above_published(0.99, "gb200", "bf16")) -- no published Blackwell bf16 run
     -- Blackwell fp8 from the held-out sets (Megatron-Bridge's and MLPerf's
     -- dense runs): Llama 3.1 405B on 256 GB300, 2,646 TFLOP/s of 5,000
-    local bq = data.best_mfu["blackwell/quantized"]
+    local bq = data.best_mfu["blackwell/8bit"]
     assert.are.same({ mfu = 0.5290, case = "mbd083", source = "NVIDIA-NeMo/Megatron-Bridge" }, bq)
     assert.are.same(bq, intervals.above_published(0.53, "gb300", "fp8"))
+    -- NVFP4 against the NVFP4 runs' best, a fraction of the fp4 peak (2x
+    -- fp8's on GB200, 3x on GB300): Llama 3.1 405B on 256 GB200, where the
+    -- fp8 runs' 52.9 % could never be reached
+    local b4 = data.best_mfu["blackwell/4bit"]
+    assert.are.same({ mfu = 0.2988, case = "mbd081", source = "NVIDIA-NeMo/Megatron-Bridge" }, b4)
+    assert.are.same(b4, intervals.above_published(0.30, "gb300", "nvfp4"))
+    assert.is_nil(intervals.above_published(0.30, "gb300", "mxfp8"))
   end)
 end)

@@ -173,7 +173,8 @@ end
 
 --- One-line description of a strategy for logs.  The pipeline schedule
 -- is named (`schedule=dualpipev`) when the strategy pipelines with another
--- than the default 1F1B, so strategies that differ only in it read apart.
+-- than the default 1F1B, so strategies that differ only in it read apart;
+-- the virtual stages whenever it pipelines (`pp=2 vpp=1`).
 -- @tparam table s strategy (candidate or normalized)
 -- @treturn string e.g. `dp=2 fsdp=4 tp=1 pp=1 cp=1 mbs=1 recompute=none`
 function M.describe_strategy(s)
@@ -183,7 +184,11 @@ function M.describe_strategy(s)
   -- on / off, as the table's "same for every row" line spells it
   if s.tp_degree and s.tp_degree > 1 then parts[#parts + 1] = "sp=" .. (s.sequence_parallel and "on" or "off") end
   parts[#parts + 1] = string.format("pp=%s", s.pp_degree)
-  if s.vpp_degree and s.vpp_degree > 1 then parts[#parts + 1] = "vpp=" .. s.vpp_degree end
+  -- vpp=1 too where it pipelines: pasted as --fix flags, a line without
+  -- vpp= leaves the virtual stages free (a breaker's find)
+  if s.vpp_degree and (s.vpp_degree > 1 or (s.pp_degree or 1) > 1) then
+    parts[#parts + 1] = "vpp=" .. s.vpp_degree
+  end
   if (s.pp_degree or 1) > 1 and s.pp_schedule and s.pp_schedule ~= "1f1b" then
     parts[#parts + 1] = "schedule=" .. tostring(s.pp_schedule)
   end

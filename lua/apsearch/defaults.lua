@@ -263,14 +263,26 @@ function M.tp_degrees(cluster)
   return out
 end
 
---- Pipeline degrees: powers of two up to M.PP_MAX keeping at least
--- M.PP_MIN_LAYERS_PER_RANK layers a rank, at most the devices.
+--- Pipeline degrees up to M.PP_MAX keeping at least
+-- M.PP_MIN_LAYERS_PER_RANK layers a rank, at most the devices: the powers
+-- of two and the other divisors of the device count (PP 3, 6, 9, 12 on
+-- a 72-GPU NVL72 rack, whose 72 = 8 x 9 no power of two above 8 divides;
+-- Megatron-LM takes any degree that divides the world size once TP x CP
+-- does, with uneven first / last stages for layers it does not divide:
+-- --decoder-first/last-pipeline-num-layers).  Powers of two only left
+-- DeepSeek-V3 without a feasible strategy on 72 and 144 GB300 and 96 B200,
+-- where PP 9 and 6 fit (a new user's find).
 -- @tparam table model normalized model
 -- @tparam integer n devices
--- @treturn table
+-- @treturn table ascending
 function M.pp_degrees(model, n)
-  local hi = math.min(M.PP_MAX, n, (model.num_layers or 1) // M.PP_MIN_LAYERS_PER_RANK)
-  return pow2_upto(math.max(1, hi))
+  local hi = math.max(1, math.min(M.PP_MAX, n, (model.num_layers or 1) // M.PP_MIN_LAYERS_PER_RANK))
+  local out, pow2 = util.array(), {}
+  for _, v in ipairs(pow2_upto(hi)) do pow2[v] = true end
+  for d = 1, hi do
+    if pow2[d] or n % d == 0 then out[#out + 1] = d end
+  end
+  return out
 end
 
 --- Context-parallel degrees: powers of two keeping at least
@@ -329,20 +341,17 @@ end
 -- an MoE model shards with the distributed optimizer there (Megatron-FSDP,
 -- fsdp_impl "megatron_fsdp", shards experts over expert data parallelism).  Powers of two,
 -- and on a device count that is not one (a 72-GPU NVL72 rack, 3 hosts of
--- 8) also n / 2^k, the data-parallel group left beside power-of-two TP /
--- PP / CP degrees: Megatron's FSDP shards the whole group, so without them
+-- 8) also its other divisors: the data-parallel group left beside
+-- power-of-two TP / CP and the pipeline degrees (M.pp_degrees: 72 / 9,
+-- 72 / (8 x 3)): Megatron's FSDP shards the whole group, so without them
 -- the model states could only be replicated an odd number of times.
 local function fsdp_degrees(framework, impl, model, n)
   if framework == "megatron" and impl ~= "megatron_fsdp" and is_moe(model) then return nil end
   local out = pow2_upto(n)
-  local d = n
-  while d % 2 == 0 do d = d // 2 end
-  if d == 1 then return out end
   local seen = {}
   for _, v in ipairs(out) do seen[v] = true end
-  while d <= n do
-    if not seen[d] then out[#out + 1] = d end
-    d = d * 2
+  for d = 3, n do
+    if n % d == 0 and not seen[d] then out[#out + 1] = d end
   end
   table.sort(out)
   return out
@@ -416,8 +425,11 @@ end
 --- The NVLink domain of a built cluster on a rack-scale device (`rack`,
 -- GPUs of its NVLink domain): a job of at most one rack is one domain, N
 -- GPUs; a larger job M.RACK_JOB_GPUS a rack (capped at `rack`), as the
--- recipes place them, rounded down to whole hosts; other devices keep one
--- host (nil).
+-- recipes place them, rounded down to whole hosts -- but whole racks when
+-- the job is a multiple of the rack and not of M.RACK_JOB_GPUS (144 GB300
+-- are two NVL72 racks, not domains of 64, 64 and 16: a new user's
+-- `gb300:36` and `gb300:2x72` were estimated apart); other devices keep
+-- one host (nil).
 -- @tparam table cluster `devices_per_node`, `num_devices`
 -- @tparam[opt] integer rack GPUs of the device's rack domain
 -- @treturn integer|nil nvlink_domain_size
@@ -425,6 +437,7 @@ function M.nvlink_domain(cluster, rack)
   local per, n = cluster.devices_per_node, cluster.num_devices
   if not rack or n <= per then return nil end
   local dom = n <= rack and n or math.min(M.RACK_JOB_GPUS, rack)
+  if n > rack and n % rack == 0 and n % dom ~= 0 then dom = rack end
   return math.tointeger(dom - dom % per)
 end
 

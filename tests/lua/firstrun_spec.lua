@@ -211,7 +211,11 @@ describe("run --model M --cluster D:N without a policy", function()
     local d = require "apsearch.defaults"
     assert.are.equal(72, d.nvlink_domain({ devices_per_node = 4, num_devices = 72 }, 72))
     assert.are.equal(32, d.nvlink_domain({ devices_per_node = 4, num_devices = 32 }, 72))
-    assert.are.equal(64, d.nvlink_domain({ devices_per_node = 4, num_devices = 144 }, 72))
+    assert.are.equal(64, d.nvlink_domain({ devices_per_node = 4, num_devices = 128 }, 72))
+    assert.are.equal(64, d.nvlink_domain({ devices_per_node = 4, num_devices = 160 }, 72))
+    -- a multiple of the rack and not of 64: whole racks (144 = 2 x 72, not
+    -- 64 + 64 + 16; gb300:36 was estimated apart from gb300:2x72)
+    assert.are.equal(72, d.nvlink_domain({ devices_per_node = 4, num_devices = 144 }, 72))
     assert.is_nil(d.nvlink_domain({ devices_per_node = 4, num_devices = 4 }, 72))
     assert.is_nil(d.nvlink_domain({ devices_per_node = 8, num_devices = 64 }, nil))
   end)
@@ -324,15 +328,18 @@ describe("a policy without search_space", function()
   it("shards over the whole data-parallel group on a device count that is not a power of two", function()
     local m = { num_layers = 126 }
     local s = defaults.search_space(m, { num_devices = 72, devices_per_node = 4 }, { framework = "megatron" })
-    assert.are.same({ 1, 2, 4, 8, 9, 16, 18, 32, 36, 64, 72 }, s.fsdp_degree)
+    assert.are.same({ 1, 2, 3, 4, 6, 8, 9, 12, 16, 18, 24, 32, 36, 64, 72 }, s.fsdp_degree)
     s = defaults.search_space(m, { num_devices = 24, devices_per_node = 8 }, { framework = "fsdp2" })
     assert.are.same({ 1, 2, 3, 4, 6, 8, 12, 16, 24 }, s.fsdp_degree)
     -- Llama-3.1-405B on one GB200 NVL72 rack was "no feasible strategy, fits from 256 devices"
     local code, r = run("llama-3.1-405b", "gb200:18")
     assert.are.equal(0, code)
-    -- 8 without CP and 7 with cp 2 over the ring, the 7 again with the
-    -- all-gather and the all-to-all (8 / tp query groups divide by 2)
-    assert.are.equal(8 + 3 * 7, r.all_candidate_summary.feasible)
+    -- without PP: 8 without CP and 7 with cp 2 over the ring, the 7 again
+    -- with the all-gather and the all-to-all (8 / tp query groups divide by
+    -- 2); with the PP degrees that divide 72 and no power of two does: PP
+    -- 3 at TP 8 (5), PP 6 at TP 4 (1), PP 9 at TP 8 (5) and at TP 4 (4, and
+    -- 4 with cp 2 in each of the three exchanges)
+    assert.are.equal(8 + 3 * 7 + 5 + 1 + 5 + 4 + 3 * 4, r.all_candidate_summary.feasible)
     assert.is_nil(r.fit_probe)
   end)
 end)
@@ -428,20 +435,19 @@ describe("when nothing fits", function()
     assert.truthy(out:find("closest strategies (least estimated memory):\n  dp=", 1, true), out)
     assert.truthy(out:find("GiB over the 78.65 GiB limit", 1, true), out)
     -- doubling from 16 hosts (the first power of two over the 11 the
-    -- states need) fits, then bisecting 11..16: 15 hosts do not, at the
-    -- run's global batch of 128 sequences, which every probe keeps (at
-    -- the default batch of 14 hosts, FSDP 14 fit on 112: a step of
-    -- another job's batch beside this one's)
-    assert.truthy(out:find("fits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults and global batch, "
+    -- states need) fits, then bisecting 11..16: 14 hosts fit at PP 14 (126
+    -- layers, 9 a stage), 13 do not, at the run's global batch of 128
+    -- sequences, which every probe keeps
+    assert.truthy(out:find("fits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults and global batch, "
       .. "--set\n  training.global_batch_size=128, host counts doubled, then bisected): ", 1, true), out)
     -- and the clusters named, with that --set, are what a run on them finds
     local _, r = run("llama-3.1-405b", "h100-sxm-80gb:1")
     local c16, r16, e16 = run("llama-3.1-405b", r.fit_probe.cluster, "--set", "training.global_batch_size=128")
     assert.are.equal(0, c16, e16)
     assert.are.equal(r16.top_k_strategies[1].performance_cost.step_time, r.fit_probe.step_time)
-    local c15, r15 = run("llama-3.1-405b", "h100-sxm-80gb:15x8", "--set", "training.global_batch_size=128")
-    assert.are.equal(1, c15)
-    assert.are.equal(0, #r15.top_k_strategies)
+    local c13, r13 = run("llama-3.1-405b", "h100-sxm-80gb:13x8", "--set", "training.global_batch_size=128")
+    assert.are.equal(1, c13)
+    assert.are.equal(0, #r13.top_k_strategies)
   end)
   it("names a --fix that leaves no valid value before memory or devices", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1",
@@ -510,10 +516,12 @@ describe("when nothing fits", function()
     local code, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "b200:8")
     assert.are.equal(1, code)
     assert.truthy(out:find("what to relax:\n  1. The closest strategy needs ", 1, true), out)
-    assert.truthy(out:find("raising the limit cannot help; the framework's whole space was searched; use more "
-      .. "devices; training.framework =\n    fsdp2 fits on these devices (below).\n", 1, true), out)
+    assert.truthy(out:find("raising the limit cannot help; the default search space was searched (a --set of " ..
+      "search_space.*", 1, true), out)
+    assert.truthy(out:gsub("\n +", " "):find("use more devices; training.framework = fsdp2 fits on these devices " ..
+      "(below).", 1, true), out)
     assert.is_nil(out:find("\n  2. ", 1, true), out)
-    assert.truthy(out:find("fits on 128 devices (b200:16x8, not on 120; ", 1, true), out)
+    assert.truthy(out:find("fits on 80 devices (b200:10x8, not on 72; ", 1, true), out)
     -- a --set of a training field leaves the space whole: still no knob
     -- of it offered (a new user's Megatron-FSDP run was told to "allow
     -- vpp_degree = 1", already searched)
@@ -550,30 +558,31 @@ describe("when nothing fits", function()
     -- Llama-3.1-70B on 8 H100s: its model states need 15 devices (70.6e9
     -- x 18 B over 78.65 GiB), 2 hosts; the probe starts there, where
     -- nothing fits, then 4 hosts fit, and the bisection between tries 3,
-    -- whose 24 devices divide into no layout of the run's batch of 128
+    -- whose 24 devices fit at TP 8 x PP 3 (80 layers: 27 + 27 + 26)
     local code, out = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:1")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits on 32 devices (h100-sxm-80gb:4x8, not on 24; the same defaults and global batch, "
-      .. "--set training.global_batch_size=128, host counts doubled, then bisected): ", 1, true), out)
+    assert.truthy(out:find("\nfits on 24 devices (h100-sxm-80gb:3x8, not on 16; the same defaults and global batch, "
+      .. "--set training.global_batch_size=128, host counts doubled, then bisected): dp=1 fsdp=1 tp=8 sp=on pp=3 ", 1,
+      true), out)
     local _, r = run("llama-3.1-70b", "h100-sxm-80gb:1")
-    assert.are.equal(32, r.fit_probe.devices)
-    assert.are.equal(24, r.fit_probe.not_on)
+    assert.are.equal(24, r.fit_probe.devices)
+    assert.are.equal(16, r.fit_probe.not_on)
     -- DeepSeek-V3: its states need 144 devices (671e9 x 18 B), 18 hosts;
     -- the probe starts at 32 hosts, past the 16 that cannot hold them, and
-    -- bisects 17..32 down to 31 (no fit) below 32
+    -- bisects 17..32 down to 24 (PP 6), 23 not
     _, r = run("deepseek-v3", "h100-sxm-80gb:1")
-    assert.are.equal(256, r.fit_probe.devices)
-    assert.are.equal(248, r.fit_probe.not_on)
+    assert.are.equal(192, r.fit_probe.devices)
+    assert.are.equal(184, r.fit_probe.not_on)
   end)
   it("doubles from the power of two above the hosts given, not from twice them", function()
     -- Llama-3.1-405B on 96 H100s (12 hosts): its model states need 80
     -- devices, 10 hosts; the first power of two above 12 is 16 hosts, 128
     -- devices (it said 256: the doubling started at 2 x 12 = 24 -> 32);
-    -- bisecting from the run's own 12 hosts: 15 do not fit the run's
-    -- batch of 192
+    -- bisecting from the run's own 12 hosts: 14 fit at PP 14, 13 do not
+    -- fit the run's batch of 192
     local code, out = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults and global batch, "
+    assert.truthy(out:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults and global batch, "
       .. "--set training.global_batch_size=192, host counts doubled, then bisected): ", 1, true), out)
   end)
 
@@ -581,11 +590,11 @@ describe("when nothing fits", function()
     local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.num_devices=16", "--wide")
     assert.are.equal(1, code)
-    assert.truthy(out:find("\nfits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults", 1, true), out)
+    assert.truthy(out:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), out)
     -- and past a --set cluster.nodes
     local _, nodes = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--set",
       "cluster.nodes=2", "--wide")
-    assert.truthy(nodes:find("\nfits on 128 devices (h100-sxm-80gb:16x8, not on 120; the same defaults", 1, true), nodes)
+    assert.truthy(nodes:find("\nfits on 112 devices (h100-sxm-80gb:14x8, not on 104; the same defaults", 1, true), nodes)
   end)
 
   it("on a host count that is not a power of two, tries the power of two below it first #bulk", function()
@@ -702,7 +711,7 @@ describe("when nothing fits", function()
     local _, part = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100:1x1")
     local _, full = H.apsearch("run", "-q", "--wide", "--model", "llama-3.1-70b", "--cluster", "h100:1")
     local fit = full:match("\nfits on [^\n]*")
-    assert.truthy(fit and fit:find("(h100-sxm-80gb:4x8, not on 24;", 1, true), full)
+    assert.truthy(fit and fit:find("(h100-sxm-80gb:3x8, not on 16;", 1, true), full)
     assert.are.equal(fit, part:match("\nfits on [^\n]*"))
   end)
   it("says the doublings are all it tried: a count of 3 hosts is never probed (a breaker's --fix fsdp_degree=12)",
@@ -748,7 +757,7 @@ describe("when nothing fits", function()
     local code, r, err = run("llama-3.1-70b", "h100-sxm-80gb:1", "-q", "--calibration", calib)
     assert.are.equal(1, code, err)
     local probe = r.fit_probe
-    assert.are.equal("h100-sxm-80gb:4x8", probe.cluster)
+    assert.are.equal("h100-sxm-80gb:3x8", probe.cluster)
     local c2, r2, e2 = run("llama-3.1-70b", probe.cluster, "-q", "--calibration", calib, "--set",
       "training.global_batch_size=128")
     assert.are.equal(0, c2, e2)
@@ -760,7 +769,7 @@ describe("when nothing fits", function()
   it("puts the same in the JSON result (fit_probe) and the report's suggestions #bulk", function()
     local code, r = run("deepseek-v3", "b200:1")
     assert.are.equal(1, code)
-    assert.are.equal(128, r.fit_probe.devices)
+    assert.are.equal(80, r.fit_probe.devices)
     local d = require("apsearch.report.html").diagnose(r)
     assert.is_true(d.min_devices.devices >= 64)
     assert.truthy(table.concat(d.suggestions, "\n"):find("The model needs at least", 1, true))

@@ -363,8 +363,8 @@ end
 -- the suggestion for the closest strategy's memory overflow: a limit to
 -- --set when the need is within the device, else what could help (only
 -- more devices when `ndev`, the devices of a cluster too small for the
--- model states, is given, or when `built`: the framework's whole space
--- was searched; `built` "smaller": a power-of-two part of the devices
+-- model states, is given, or when `built`: the built policy's default
+-- space was searched; `built` "smaller": a power-of-two part of the devices
 -- fits, a number: nothing fits up to that many devices, result.fit_probe;
 -- `other`: the framework that fits on these devices, fit_probe.framework;
 -- `setting`: the --set key=value with which they fit, fit_probe.setting)
@@ -381,12 +381,12 @@ local function memory_suggestion(need, limit, cap, ndev, built, other, setting)
   end
   local help = ndev and string.format("no strategy on %s devices can hold the model states; use more devices",
     common.commas(ndev))
-    or built == "smaller" and "the framework's whole space was searched; the degrees that would fit do not divide " ..
+    or built == "smaller" and "the default search space was searched (a --set of search_space.* widens it); the degrees that would fit do not divide " ..
       "these devices, a part of them does (below)"
-    or type(built) == "number" and string.format("the framework's whole space was searched and nothing fits on the " ..
+    or type(built) == "number" and string.format("the default search space was searched (a --set of search_space.* widens it) and nothing fits on the " ..
       "doubled host counts up to %s devices either (counts between them were not tried); the filter reasons below " ..
       "say what the model and the framework rule out", common.commas(built))
-    or built and "the framework's whole space was searched; use more devices"
+    or built and "the default search space was searched (a --set of search_space.* widens it); use more devices"
     or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
     "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"
   if other then

@@ -233,7 +233,17 @@ function M.describe_strategy(s)
   if s.layer_recompute == "full" and type(rl) == "number" and rl >= 0 then
     parts[#parts + 1] = "recompute_num_layers=" .. rl
   elseif s.layer_recompute == "full" and type(rl) == "table" and #rl > 0 then
-    parts[#parts + 1] = "recompute_num_layers=" .. table.concat(rl, ":")
+    -- the core's -1 (every layer of the stage) as the stage's layer count
+    -- from the record: a placeholder never reaches an output (a new user
+    -- saw recompute_num_layers=-1)
+    local per, out = s.memory_cost and s.memory_cost.per_stage or {}, {}
+    for i, v in ipairs(rl) do
+      local k = per[i] and per[i].num_layers
+      out[i] = (v < 0 and k) and k or v
+    end
+    local placeholder = false
+    for _, v in ipairs(out) do placeholder = placeholder or v < 0 end
+    if not placeholder then parts[#parts + 1] = "recompute_num_layers=" .. table.concat(out, ":") end
   end
   -- (a partition of zeros is none: the split rule's)
   local sp = s.stage_partition

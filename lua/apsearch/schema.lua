@@ -363,16 +363,23 @@ function M.resolve(fields, key)
 end
 
 --- The names a field table accepts as written in policies and `--set`:
--- its fields, and for each byte field its `_gib` spelling
--- (`memory_limit_bytes` -> `memory_limit_gib`), the one the docs use --
--- the candidates of an unknown field's "did you mean" and list.
+-- its fields, and the unit spellings the docs use (M.resolve reads them):
+-- a byte field's `_gib` (`memory_limit_bytes` -> `memory_limit_gib`), a
+-- peak's `peak_<p>_tflops` (`peak_flops_bf16` -> `peak_bf16_tflops`), a
+-- bandwidth's `_gbps` -- the candidates of an unknown field's "did you
+-- mean" and list (`bf16_tflops` was offered gemm_tile_m: a new user's).
 -- @tparam table fields one of the field tables of this module
 -- @treturn table sorted names
 function M.spellings(fields)
   local out = {}
   for k, kind in pairs(fields) do
     out[#out + 1] = k
-    if NUMERIC[kind] and k:find("_bytes$") then out[#out + 1] = k:gsub("_bytes$", "_gib") end
+    if NUMERIC[kind] then
+      local unit = k:find("_bytes$") and (k:gsub("_bytes$", "_gib"))
+        or k:find("^peak_flops_") and (k:gsub("^peak_flops_(.*)$", "peak_%1_tflops"))
+        or k:find("bandwidth$") and (k .. "_gbps")
+      if unit and M.resolve(fields, unit) == k then out[#out + 1] = unit end
+    end
   end
   table.sort(out)
   return out

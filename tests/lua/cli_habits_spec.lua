@@ -367,6 +367,13 @@ describe("apsearch command line habits", function()
     err = err_line(apsearch("run", "--set", "cluster.memory_limit=60"))
     assert.truthy(err:find('did you mean "memory_limit_bytes" or "memory_limit_gib" or "memory_limit_kind"?', 1,
       true), err)
+    -- the docs' peak and bandwidth spellings (peak_bf16_tflops for
+    -- peak_flops_bf16; hbm_bandwidth_gbps): a new user's bf16_tflops was
+    -- offered gemm_tile_m
+    err = err_line(apsearch("run", "--set", "cluster.device.bf16_tflops=900"))
+    assert.truthy(err:find('cluster.device.bf16_tflops: unknown field; did you mean "peak_bf16_tflops"?', 1, true), err)
+    err = err_line(apsearch("run", "--set", "cluster.device.hbm_bw_gbps=900"))
+    assert.truthy(err:find("cluster.device.hbm_bw_gbps: unknown field (known: hbm_bandwidth_gbps, ", 1, true), err)
     err = err_line(apsearch("run", "--set", "cluster.gpus_per_node=8"))
     assert.truthy(err:find('cluster.gpus_per_node: unknown field; did you mean "devices_per_node"?', 1, true), err)
     err = err_line(apsearch("run", "--fix", "tensor_model_parallel_size=2"))

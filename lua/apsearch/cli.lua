@@ -204,9 +204,10 @@ end
 -- different values: such an option keeps its last value, as Python's
 -- argparse does (README), but an earlier value is dropped unchecked, even
 -- one that would be refused (`--top-k abc --top-k 2`; argparse converts
--- each value as it reads it), so the note names what was dropped.  For `--calibration` it adds that the
--- files are not merged.  Repeatable options (`--set`, `--fix`, ...) and
--- flags are not looked at; nor is anything after `--`.
+-- each value as it reads it), so the note names what was dropped.  For
+-- `--calibration` it adds that the files are not merged.  Repeatable
+-- options (`--set`, `--fix`, ...) and flags are not looked at; nor is
+-- anything after `--`.
 -- @tparam table spec an entry of M.specs
 -- @tparam table args the command's arguments
 -- @treturn table lines, empty when no option was given twice

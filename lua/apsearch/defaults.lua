@@ -350,8 +350,16 @@ local function fsdp_degrees(framework, impl, model, n)
   local out = pow2_upto(n)
   local seen = {}
   for _, v in ipairs(out) do seen[v] = true end
-  for d = 3, n do
-    if n % d == 0 and not seen[d] then out[#out + 1] = d end
+  -- the divisors in pairs d, n / d up to sqrt(n): a cluster of up to 2^31
+  -- devices takes 46,341 steps, not 2^31
+  local d = 1
+  while d * d <= n do
+    if n % d == 0 then
+      for _, v in ipairs({ d, n // d }) do
+        if not seen[v] then seen[v] = true; out[#out + 1] = v end
+      end
+    end
+    d = d + 1
   end
   table.sort(out)
   return out

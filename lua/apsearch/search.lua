@@ -235,15 +235,13 @@ function M.describe_strategy(s)
   elseif s.layer_recompute == "full" and type(rl) == "table" and #rl > 0 then
     -- the core's -1 (every layer of the stage) as the stage's layer count
     -- from the record: a placeholder never reaches an output (a new user
-    -- saw recompute_num_layers=-1)
+    -- saw recompute_num_layers=-1); left out when the record has no stages
     local per, out = s.memory_cost and s.memory_cost.per_stage or {}, {}
     for i, v in ipairs(rl) do
-      local k = per[i] and per[i].num_layers
-      out[i] = (v < 0 and k) and k or v
+      out[i] = v >= 0 and v or (per[i] and per[i].num_layers)
+      if not out[i] then out = nil break end
     end
-    local placeholder = false
-    for _, v in ipairs(out) do placeholder = placeholder or v < 0 end
-    if not placeholder then parts[#parts + 1] = "recompute_num_layers=" .. table.concat(out, ":") end
+    if out then parts[#parts + 1] = "recompute_num_layers=" .. table.concat(out, ":") end
   end
   -- (a partition of zeros is none: the split rule's)
   local sp = s.stage_partition

@@ -121,6 +121,30 @@ describe("estimate --from result.json --rank N", function()
       cli.parse_strategy({ "dispatcher=flex capacity=1.25" }))
   end)
 
+  it("names vpp wherever it pipelines and a stage's layer count where the core holds -1", function()
+    local search = require "apsearch.search"
+    local base = { dp_degree = 1, fsdp_degree = 1, tp_degree = 8, cp_degree = 1, micro_batch_size = 1 }
+    local function line(t)
+      local s = {}
+      for k, v in pairs(base) do s[k] = v end
+      for k, v in pairs(t) do s[k] = v end
+      return search.describe_strategy(s)
+    end
+    -- pasted as --fix flags, a line without vpp= leaves it free
+    assert.truthy(line({ pp_degree = 2, vpp_degree = 1, layer_recompute = "none" }):find(" pp=2 vpp=1 ", 1, true))
+    assert.is_nil(line({ pp_degree = 1, vpp_degree = 1, layer_recompute = "none" }):find("vpp", 1, true))
+    -- -1 is every layer of the stage: 61 on one stage, 31 and 30 on two
+    local one = line({ pp_degree = 1, layer_recompute = "full", recompute_num_layers = { -1 },
+      memory_cost = { per_stage = { { num_layers = 61 } } } })
+    assert.truthy(one:find("recompute=full recompute_num_layers=61$"), one)
+    local two = line({ pp_degree = 2, vpp_degree = 1, layer_recompute = "full", recompute_num_layers = { -1, 4 },
+      memory_cost = { per_stage = { { num_layers = 31 }, { num_layers = 30 } } } })
+    assert.truthy(two:find("recompute_num_layers=31:4$"), two)
+    -- without the record's stages, no count at all rather than -1
+    local bare = line({ pp_degree = 1, layer_recompute = "full", recompute_num_layers = { -1 } })
+    assert.is_nil(bare:find("recompute_num_layers", 1, true), bare)
+  end)
+
   it("reads the short names' values as the table prints them, and says what they take", function()
     local s = cli.parse_strategy({ "dp=2 tp=4 sp=on mbs=1", "recompute=full,zero=1" })
     assert.are.same({ dp_degree = 2, tp_degree = 4, sequence_parallel = true, micro_batch_size = 1,

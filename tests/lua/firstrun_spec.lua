@@ -331,6 +331,17 @@ describe("a policy without search_space", function()
     assert.are.same({ 1, 2, 3, 4, 6, 8, 9, 12, 16, 18, 24, 32, 36, 64, 72 }, s.fsdp_degree)
     s = defaults.search_space(m, { num_devices = 24, devices_per_node = 8 }, { framework = "fsdp2" })
     assert.are.same({ 1, 2, 3, 4, 6, 8, 12, 16, 24 }, s.fsdp_degree)
+    -- pipeline degrees: the powers of two and 72's other divisors up to
+    -- 16, at least 3 layers a rank (DeepSeek-V3's 61 layers: up to 16)
+    assert.are.same({ 1, 2, 3, 4, 6, 8, 9, 12, 16 }, defaults.pp_degrees({ num_layers = 61 }, 72))
+    assert.are.same({ 1, 2, 3, 4, 6 }, defaults.pp_degrees({ num_layers = 20 }, 72))
+    assert.are.same({ 1, 2, 4, 8, 16 }, defaults.pp_degrees({ num_layers = 126 }, 128))
+    -- a cluster of 3 x 2^29 devices: its divisors by pairs (a walk to n
+    -- took minutes): the 2 x 30 divisors 2^i and 3 x 2^i, and 2^30
+    s = defaults.search_space(m, { num_devices = 3 * 2 ^ 29, devices_per_node = 8 }, { framework = "fsdp2" })
+    assert.are.equal(3, s.fsdp_degree[3])
+    assert.are.equal(3 * 2 ^ 29, s.fsdp_degree[#s.fsdp_degree])
+    assert.are.equal(2 * 30 + 1, #s.fsdp_degree)
     -- Llama-3.1-405B on one GB200 NVL72 rack was "no feasible strategy, fits from 256 devices"
     local code, r = run("llama-3.1-405b", "gb200:18")
     assert.are.equal(0, code)

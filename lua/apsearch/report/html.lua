@@ -368,6 +368,9 @@ end
 -- fits, a number: nothing fits up to that many devices, result.fit_probe;
 -- `other`: the framework that fits on these devices, fit_probe.framework;
 -- `setting`: the --set key=value with which they fit, fit_probe.setting)
+-- what a built policy's "nothing fits" says it searched
+local DEFAULT_SPACE_SEARCHED = "the default search space was searched (a --set of search_space.* widens it)"
+
 local function memory_suggestion(need, limit, cap, ndev, built, other, setting)
   if cap and need <= cap then
     -- a limit the policy takes: the need rounded up to a hundredth of a
@@ -381,12 +384,12 @@ local function memory_suggestion(need, limit, cap, ndev, built, other, setting)
   end
   local help = ndev and string.format("no strategy on %s devices can hold the model states; use more devices",
     common.commas(ndev))
-    or built == "smaller" and "the default search space was searched (a --set of search_space.* widens it); the degrees that would fit do not divide " ..
+    or built == "smaller" and DEFAULT_SPACE_SEARCHED .. "; the degrees that would fit do not divide " ..
       "these devices, a part of them does (below)"
-    or type(built) == "number" and string.format("the default search space was searched (a --set of search_space.* widens it) and nothing fits on the " ..
-      "doubled host counts up to %s devices either (counts between them were not tried); the filter reasons below " ..
-      "say what the model and the framework rule out", common.commas(built))
-    or built and "the default search space was searched (a --set of search_space.* widens it); use more devices"
+    or type(built) == "number" and string.format("%s and nothing fits on the doubled host counts up to %s devices " ..
+      "either (counts between them were not tried); the filter reasons below say what the model and the framework " ..
+      "rule out", DEFAULT_SPACE_SEARCHED, common.commas(built))
+    or built and DEFAULT_SPACE_SEARCHED .. "; use more devices"
     or "shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, " ..
     "zero_stage, layer_recompute = full, a smaller micro_batch_size), or use more devices"
   if other then

@@ -662,7 +662,7 @@ describe("model fields of the architecture (issue 25)", function()
     assert.matches("# NOT EXPRESSIBLE in AutoModel: dropout (attention 0.1, hidden 0.1) as estimated: this file " ..
       "sets no dropout", am, 1, true)
     assert.matches("# NOT EXPRESSIBLE in TorchTitan: dropout (attention 0.1, hidden 0.1) as estimated: " ..
-      "TorchTitan's llama3, qwen3 and deepseek_v3 models have no dropout", tt, 1, true)
+      "TorchTitan's llama3, qwen3, deepseek_v3 and gpt_oss models have no dropout", tt, 1, true)
     assert.matches("# NOT EXPRESSIBLE in MindFormers: dropout (attention 0.1, hidden 0.1) as estimated: " ..
       "MindFormers' LlamaConfig has no dropout key", ms, 1, true)
     tt = notes("training.hidden_dropout=0.2", "--torchtitan-version=v0.2.2")

@@ -117,7 +117,7 @@ end
 
 -- `config.model_spec.model.layers = <builder>(` ... `    )`: an MoE
 -- family's layer builder, one `name=value,` argument a line
-local function parse_moe_layers(builder, lines)
+local function parse_family_layers(builder, lines)
   local out = { ctor = builder, args = {}, names = {} }
   for _, line in ipairs(lines) do
     local k, v = line:match("^        ([%w_]+)=(.-),$")
@@ -129,13 +129,17 @@ local function parse_moe_layers(builder, lines)
   return out
 end
 
+-- what a family model's own head sets (torchtitan.family_head_config)
+local HEAD_FIELDS = { dim = true, vocab_size = true, enable_weight_tying = true, tok_embeddings = true, norm = true,
+  lm_head = true }
+
 local function parse_titan(text)
   local t = { fields = {}, imports = {}, order = {}, layer_fields = {} }
   local in_fn, fqns, in_loop, mblock, lblock = false, nil, false, nil, nil
   for line in text:gmatch("[^\n]*") do
     if in_loop and not line:match("^        ") then in_loop = false end
     if lblock then
-      if line == "    )" then t.moe_layers = parse_moe_layers(lblock.builder, lblock) lblock = nil
+      if line == "    )" then t.family_layers = parse_family_layers(lblock.builder, lblock) lblock = nil
       else lblock[#lblock + 1] = line end
     elseif mblock then
       if line == "    )" then t.model = parse_model_block(mblock) mblock = nil
@@ -165,7 +169,7 @@ local function parse_titan(text)
       elseif line:match("^    config = ") then
         t.base = assert(line:match("^    config = ([%w_]+)%(%)$"), "bad base: " .. line)
       elseif line:match("^    config%.model_spec = ") then
-        local flavor, rest = line:match('^    config%.model_spec = model_registry%("([%w%-]+)"(.*)%)$')
+        local flavor, rest = line:match('^    config%.model_spec = model_registry%("([%w%-%.]+)"(.*)%)$')
         assert(flavor, "bad model_spec: " .. line)
         t.flavor = flavor
         local conv = rest:match("^, converters=%[(.*)%]$")
@@ -174,10 +178,10 @@ local function parse_titan(text)
         assert(not t.model, "one model config")
         mblock = {}
       elseif line:match("^    config%.model_spec%.model%.layers = [%w_]+%($") then
-        assert(not t.model and not t.moe_layers, "one model config")
+        assert(not t.model and not t.family_layers, "one model config")
         lblock = { builder = line:match("= ([%w_]+)%($") }
       elseif line:match("^    config%.model_spec%.model = .*%.build%(%)%.convert%(config%.model_spec%.model%)$") then
-        assert((t.model or t.moe_layers) and not t.converter, "a converter after the model config")
+        assert((t.model or t.family_layers) and not t.converter, "a converter after the model config")
         t.converter = py_value(line:match("^    config%.model_spec%.model = (.*)%.build%(%)%.convert%("))
       elseif line:match("^    config%.loss = ") then
         t.loss = line:match("^    config%.loss = ([%w_%.]+)%(")
@@ -190,7 +194,13 @@ local function parse_titan(text)
         local path, v = line:match("^        layer%.([%w_%.]+) = (.+)$")
         assert(path, "bad layer line: " .. line)
         assert(t.layer_fields[path] == nil, "set twice: layer." .. path)
-        t.layer_fields[path] = py_value(v)
+        t.layer_fields[path] = v == "None" and "None" or py_value(v)
+      elseif line:match("^    config%.model_spec%.model%.[%w_]+ = ") then
+        -- a family model's own head (torchtitan.family_head_config)
+        local k, v = line:match("^    config%.model_spec%.model%.([%w_]+) = (.+)$")
+        assert(HEAD_FIELDS[k], "not a head field: " .. line)
+        t.head = t.head or {}
+        t.head[k] = model_arg(v)
       else
         local path, v = line:match("^    config%.([%w_%.]+) = (.+)$")
         assert(path, "bad line: " .. line)
@@ -212,16 +222,16 @@ local function check_titan_facts(t)
       "TorchTitan has no " .. im[1] .. "." .. im[2])
   end
   assert.is_true(TT.base_configs[t.base] == true, t.base)
-  if t.moe_layers then
+  if t.family_layers then
     -- an MoE family's model: its flavour, base config and builder arguments
     local fam
-    for _, f in pairs(TT.moe_families) do if f.builder == t.moe_layers.ctor then fam = f end end
-    assert.is_truthy(fam, "TorchTitan has no MoE builder " .. t.moe_layers.ctor)
+    for _, f in pairs(TT.families) do if f.builder == t.family_layers.ctor then fam = f end end
+    assert.is_truthy(fam, "TorchTitan has no MoE builder " .. t.family_layers.ctor)
     assert.is_truthy(fam.flavors[t.flavor], t.flavor)
     assert.are.equal(fam.base, t.base)
-    for k, x in pairs(t.moe_layers.args) do
+    for k, x in pairs(t.family_layers.args) do
       local fact = fam.args[k]
-      assert.is_truthy(fact, t.moe_layers.ctor .. " has no argument " .. k)
+      assert.is_truthy(fact, t.family_layers.ctor .. " has no argument " .. k)
       if k == "rope" then
         assert.are.equal(fam.rope, x.ctor)
         for rk, rx in pairs(x.args) do
@@ -229,7 +239,7 @@ local function check_titan_facts(t)
             x.ctor .. "." .. rk .. " = " .. tostring(rx))
         end
       else
-        assert.is_true(options.torchtitan_value_ok(fact, x), t.moe_layers.ctor .. "." .. k .. " = " .. tostring(x))
+        assert.is_true(options.torchtitan_value_ok(fact, x), t.family_layers.ctor .. "." .. k .. " = " .. tostring(x))
       end
     end
   else
@@ -255,8 +265,11 @@ local function check_titan_facts(t)
   for path, v in pairs(t.layer_fields) do
     local fact = TT.layer_fields[path]
     assert.is_truthy(fact, "TorchTitan's layer config has no field " .. path)
+    if v == "None" then v = nil end
     assert.is_true(options.torchtitan_value_ok(fact, v), "layer." .. path .. " = " .. tostring(v))
-    if fact.type == "float" then assert.are.equal("float", math.type(v), "layer." .. path .. " a Python float") end
+    if fact.type == "float" and v ~= nil then
+      assert.are.equal("float", math.type(v), "layer." .. path .. " a Python float")
+    end
   end
   if t.model then
     -- every argument of the model block and its constructors in the fact table
@@ -302,17 +315,34 @@ end
 -- layer loop
 local function titan_shape(t)
   local s = {}
-  if t.moe_layers then
-    -- an MoE family's layers; the embeddings and lm_head are the flavour's
-    local a = t.moe_layers.args
+  if t.family_layers then
+    -- a family's layers (what the builder fixes: fam.fixed); the
+    -- embeddings and lm_head are the flavour's
+    local a = t.family_layers.args
     local fam
-    for _, f in pairs(options.torchtitan.moe_families) do if f.builder == t.moe_layers.ctor then fam = f end end
-    local fl = fam.flavors[t.flavor]
+    for _, f in pairs(options.torchtitan.families) do if f.builder == t.family_layers.ctor then fam = f end end
+    local fl, x = fam.flavors[t.flavor], fam.fixed or {}
+    if t.head then
+      -- the model's own head over the flavour's
+      local h = t.head
+      fl = { dim = h.dim, vocab_size = h.vocab_size, tied = h.enable_weight_tying == true }
+      assert.are.same({ h.vocab_size, h.dim }, { h.tok_embeddings.args.num_embeddings, h.tok_embeddings.args.embedding_dim })
+      assert.are.same({ h.dim, h.vocab_size }, { h.lm_head.args.in_features, h.lm_head.args.out_features })
+      assert.are.equal(fl.tied and fam.head.tied_embedding_init or fam.head.embedding_init,
+        h.tok_embeddings.args.param_init.name, "the flavours' embedding init")
+    end
     assert.are.equal(fl.dim, a.dim, "the flavour's dim is the layers'")
-    s = { dim = a.dim, vocab_size = fl.vocab_size, enable_weight_tying = false, n_layers = a.n_layers,
-      n_heads = a.n_heads, n_kv_heads = a.n_kv_heads or a.n_heads, hidden_dim = a.dense_hidden_dim,
-      head_dim = a.head_dim or (a.qk_nope_head_dim + a.qk_rope_head_dim),
+    s = { dim = a.dim, vocab_size = fl.vocab_size, enable_weight_tying = fl.tied == true, n_layers = a.n_layers,
+      n_heads = a.n_heads or x.n_heads, n_kv_heads = a.n_kv_heads or x.n_kv_heads or a.n_heads,
+      hidden_dim = a.dense_hidden_dim,
+      head_dim = a.head_dim or x.head_dim or (a.qk_nope_head_dim + a.qk_rope_head_dim),
       max_context_length = a.rope.args.max_context_length }
+    if not fam.moe then s.hidden_dim = a.hidden_dim end   -- a dense family's FFN width
+    if fam.builder == "_build_gptoss_layers" then
+      -- _make_gptoss_attn_config's and the experts' biases
+      s.qkv_bias, s.attn_out_bias, s.mlp_bias = true, true, true
+      return s
+    end
   elseif t.model then
     local a, b = t.model.args, t.model.args.layers.args
     s = { dim = a.dim, vocab_size = a.vocab_size, enable_weight_tying = a.enable_weight_tying,
@@ -581,8 +611,8 @@ local function check_all(r)
       if f.text:find("# NOT WRITTEN: head_dim", 1, true) then -- noted: the builder's dim // heads
         want.head_dim = want.dim // want.n_heads
       end
-      if t.moe_layers and not t.moe_layers.args.n_dense_layers then
-        want.hidden_dim = nil   -- every layer MoE (_build_qwen3_moe_layers): no dense FFN width
+      if t.family_layers and t.family_layers.ctor ~= "_build_qwen3_layers" and not t.family_layers.args.n_dense_layers then
+        want.hidden_dim = nil   -- every layer MoE (_build_qwen3_moe_layers, _build_gptoss_layers): no dense FFN width
       end
       assert.are.same(want, titan_shape(t))
       local prod = s.dp_degree * s.fsdp_degree * s.tp_degree * s.pp_degree * s.cp_degree
@@ -1802,8 +1832,8 @@ describe("launch configs", function()
       local t = parse_titan(tt)
       assert.are.equal("deepseek_v3_671b", t.base)
       assert.are.equal("671B", t.flavor)
-      assert.are.equal("_build_dsv3_layers", t.moe_layers.ctor)
-      local a = t.moe_layers.args
+      assert.are.equal("_build_dsv3_layers", t.family_layers.ctor)
+      local a = t.family_layers.args
       assert.are.same({ 61, 3, 7168, 128 }, { a.n_layers, a.n_dense_layers, a.dim, a.n_heads })
       assert.are.same({ 256, 8, 1, 2048, 18432 },
         { a.num_experts, a.router_top_k, a.num_shared_experts, a.moe_hidden_dim, a.dense_hidden_dim })
@@ -2054,8 +2084,8 @@ describe("launch configs", function()
       -- Qwen3-30B-A3B config.json; torchtitan b5bcd76c qwen3/__init__.py _30b_a3b
       assert.are.equal("qwen3_30b_a3b", t.base)
       assert.are.equal("30B-A3B", t.flavor)
-      assert.are.equal("_build_qwen3_moe_layers", t.moe_layers.ctor)
-      local a = t.moe_layers.args
+      assert.are.equal("_build_qwen3_moe_layers", t.family_layers.ctor)
+      local a = t.family_layers.args
       assert.are.same({ 48, 2048, 32, 4, 128 }, { a.n_layers, a.dim, a.n_heads, a.n_kv_heads, a.head_dim })
       assert.are.same({ 128, 8, 768 }, { a.num_experts, a.top_k, a.moe_hidden_dim })
       assert.are.equal("CosSinRoPE.Config", a.rope.ctor)
@@ -2193,7 +2223,7 @@ describe("launch configs", function()
     assert.are.equal("30B-A3B", mm.flavor)
     assert.is_true(mm.own_head)
     local lines, imported = {}, {}
-    tt.moe_head_config(mm, m, lines, function(mod, name) imported[#imported + 1] = mod .. "." .. name end)
+    tt.family_head_config(mm, m, lines, function(mod, name) imported[#imported + 1] = mod .. "." .. name end)
     assert.are.same({
       "    config.model_spec.model.dim = 3072",
       "    config.model_spec.model.vocab_size = 151936  # TorchTitan pads no vocabulary",
@@ -2249,7 +2279,7 @@ describe("launch configs", function()
       edit(m)
       local mm = assert(tt.moe_model(m, 4096))
       local lines = {}
-      tt.moe_layers_config(mm, lines)   -- every value checked against the builder's facts
+      tt.family_layers_config(mm, lines)   -- every value checked against the builder's facts
       local a, r, notes = {}, {}, {}
       for _, x in ipairs(mm.args) do a[x[1]] = x[2] end
       for _, x in ipairs(mm.rope) do r[x[1]] = x[2] end
@@ -2270,6 +2300,94 @@ describe("launch configs", function()
     -- truncate false (gpt-oss style)
     a, r = build(function(m) m.yarn_no_truncate = true end)
     assert.is_false(r.truncate)
+  end)
+
+  -- torchtitan b5bcd76c: qwen3/__init__.py _build_qwen3_layers and its
+  -- flavours (0.6B, 1.7B, 4B tied), gpt_oss/__init__.py
+  -- _build_gptoss_layers, common/config_utils.py make_moe_config
+  -- (load_balance_coeff 1e-3), common/moe.py (None: no expert bias).
+  -- TorchTitan's own builders, loaded with its ConfigManager, count what
+  -- apsearch counts: 32,762,123,264 (Qwen3-32B), 1,720,574,976
+  -- (Qwen3-1.7B), 20,914,757,184 (gpt-oss-20b), 30,532,122,624
+  -- (Qwen3-30B-A3B)
+  it("build Qwen3 dense and gpt-oss on HEAD's qwen3 and gpt_oss models, with nothing the model lacks", function()
+    local function titan(model, pp, set)
+      local training = { global_batch_size = 64, seq_length = 4096, framework = "fsdp2" }
+      local p = policy.from_table({
+        model = model,
+        cluster = { device = "h100-sxm-80gb", nodes = 4, devices_per_node = 8 },
+        training = training,
+        search_space = { data_parallel = "auto", tp_degree = { 1 }, pp_degree = { pp }, vpp_degree = { 1 },
+          cp_degree = { 1 }, ep_degree = { 1 }, layer_recompute = { "full" } },
+        top_k = 1,
+      }, ROOT .. "/examples/x.lua")
+      for k, v in pairs(set or {}) do p.model[k] = v end
+      local r = search.run(p)
+      assert.are.equal(1, #r.top_k_strategies)
+      local by = check_all(r)[1]   -- compares titan_shape with the model
+      return parse_titan(by.torchtitan.text), by.torchtitan.text
+    end
+    -- Qwen3-32B: head_dim 128 with 64 heads of a 5120 model, per-head
+    -- qk-norm: the 32B flavour, HEAD's qwen3 layers, nothing NOT written
+    local t, text = titan("qwen3-32b", 1)
+    assert.are.same({ "qwen3_32b", "32B", "_build_qwen3_layers" }, { t.base, t.flavor, t.family_layers.ctor })
+    assert.are.same({ 128, 25600, 8 }, { t.family_layers.args.head_dim, t.family_layers.args.hidden_dim,
+      t.family_layers.args.n_kv_heads })
+    assert.are.equal(1e-6, t.layer_fields["attention.qk_norm.eps"])
+    assert.is_nil(text:find("# NOT ", 1, true), text)
+    -- Qwen3-1.7B: the tied 1.7B flavour; with PP, untied on the 32B
+    -- flavour's ModelSpec with the model's own head, and said so
+    t, text = titan("qwen3-1.7b", 1)
+    assert.are.same({ "1.7B", false }, { t.flavor, t.head ~= nil })
+    assert.is_nil(text:find("# NOT ", 1, true), text)
+    t, text = titan("qwen3-1.7b", 2)
+    assert.are.same({ "32B", 2048, false }, { t.flavor, t.head.dim, t.head.enable_weight_tying == true })
+    assert.truthy(text:find("# NOT EXPRESSIBLE in TorchTitan: tied input and output embeddings with pipeline " ..
+      "parallelism", 1, true), text)
+    -- gpt-oss-20b: HEAD's gpt_oss layers (sinks, window 128 on the even
+    -- layers, biases, clamped SwiGLU are the builder's), YaRN as
+    -- transformers reads it, no expert bias; only the aux loss differs
+    t, text = titan("gpt-oss-20b", 1)
+    assert.are.same({ "gpt_oss_20b", "20b", "_build_gptoss_layers" }, { t.base, t.flavor, t.family_layers.ctor })
+    local a = t.family_layers.args
+    assert.are.same({ 2880, 32, 4 }, { a.hidden_dim, a.num_experts, a.top_k })
+    assert.is_true(t.family_layers.names.load_balance_coeff and a.load_balance_coeff == nil)
+    assert.are.same({ dim = 64, max_context_length = 131072, theta = 150000.0, scaling = "yarn", rope_factor = 32.0,
+      beta_fast = 32.0, beta_slow = 1.0, original_seq_len = 4096, truncate = false }, a.rope.args)
+    local nots = {}
+    for l in text:gmatch("# NOT [^\n]*") do nots[#nots + 1] = l end
+    assert.are.same({ "# NOT EXPRESSIBLE in TorchTitan: the load-balancing loss (coefficient 0.9): HEAD's MoE has " ..
+      "no auxiliary loss (load_balance_coeff is the expert-bias update rate); --set model.moe_aux_loss_coeff=0 " ..
+      "estimates the job without it" }, nots)
+    assert.is_nil(t.layer_fields["feed_forward.w1.bias"])   -- no dense FFN in gpt-oss's layers
+    -- another head count than _make_gptoss_attn_config's 64: no family
+    local mm, why = require("apsearch.launch.torchtitan").moe_model(
+      require("apsearch.hf").load(ROOT .. "/examples/models/gpt-oss-20b.json"), 4096)
+    assert.is_truthy(mm)
+    local m = require("apsearch.hf").load(ROOT .. "/examples/models/gpt-oss-20b.json")
+    m.num_attention_heads = 32
+    mm, why = require("apsearch.launch.torchtitan").moe_model(m, 4096)
+    assert.is_nil(mm)
+    assert.are.equal("32 heads, 8 KV heads, head_dim 64 (_make_gptoss_attn_config builds 64, 8, 64)", why)
+    -- Qwen3-30B-A3B routes without an expert bias: make_moe_config's
+    -- 1e-3 written off on every layer
+    t = titan("qwen3-30b-a3b", 1, { moe_aux_loss_coeff = 0 })
+    assert.are.equal("None", t.layer_fields["moe.load_balance_coeff"])
+  end)
+
+  it("mark MiniMax-M2's partial RoPE and whole-projection Q/K norms NOT EXPRESSIBLE on the qwen3 MoE model", function()
+    local tt = require "apsearch.launch.torchtitan"
+    local m = require("apsearch.hf").load(ROOT .. "/examples/models/minimax-m2.7.json")
+    m.moe_router_bias, m.moe_aux_loss_coeff = false, 0
+    local mm = assert(tt.moe_model(m, 4096))
+    local notes = {}
+    for _, n in ipairs(mm.notes) do notes[#notes + 1] = n[1] .. ": " .. n[2] end
+    assert.are.same({
+      "NOT EXPRESSIBLE in TorchTitan: partial RoPE (rotary_percent 0.5): CosSinRoPE.Config (models/common/rope.py) " ..
+        "has no partial-rotation field; every dim of each head is rotated",
+      "NOT EXPRESSIBLE in TorchTitan: Q/K norms over the whole projection (qk_norm_full_width): the qwen3 builders " ..
+        "normalise each head (qk_norm=_qwen3_norm(head_dim)); written per head, fewer norm weights than the model has",
+    }, notes)
   end)
 
   it("are valid bash, written atomically and executable", function()

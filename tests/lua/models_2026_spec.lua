@@ -165,6 +165,38 @@ describe("2025-26 families: exact parameter counts", function()
   end)
 end)
 
+describe("Qwen3 dense: exact parameter counts", function()
+  -- transformers modeling_qwen3.py (Qwen3Attention: q a d x h, k and v
+  -- kv d x h, o h x a d, no biases; q_norm, k_norm RMSNorm(head_dim);
+  -- Qwen3MLP 3 h f; two RMSNorms h), embed V x h, lm_head V x h unless
+  -- tied, the final norm h.
+  -- Qwen/Qwen3-32B (card: 32.8B, 31.2B without embeddings): q 5120*8192
+  -- = 41,943,040, k + v 2*5120*1024 = 10,485,760, o 41,943,040, q/k norms
+  -- 256, MLP 3*5120*25600 = 393,216,000, norms 10,240: 487,598,336 per
+  -- layer, x64 = 31,206,293,504; embed + lm_head 2*151936*5120 =
+  -- 1,555,824,640; norm 5,120.  Total 32,762,123,264.
+  it("Qwen3-32B: 32,762,123,264 (head_dim 128 with 64 heads of a 5120 model)", function()
+    local m = load("qwen3-32b")
+    assert.are.same({ 128, 64, 8, true }, { m.head_dim, m.num_attention_heads, m.num_query_groups, m.qk_norm })
+    local c = core.model_params(m)
+    assert.are.equal(32762123264, c.total)
+    assert.are.equal(31206293504, c.total - 2 * 151936 * 5120 - 5120)
+    assert.is_true(math.abs(c.total / 32.8e9 - 1) < 0.005)
+  end)
+  -- Qwen/Qwen3-1.7B (card: 1.7B, 1.4B without embeddings): q, o 2*2048*2048
+  -- + k, v 2*2048*1024 = 12,582,912, q/k norms 256, MLP 3*2048*6144 =
+  -- 37,748,736, norms 4,096: 50,336,000 per layer, x28 = 1,409,408,000;
+  -- embed 151936*2048 = 311,164,928, tied to lm_head; norm 2,048.  Total
+  -- 1,720,574,976.
+  it("Qwen3-1.7B: 1,720,574,976, tied embeddings", function()
+    local m = load("qwen3-1.7b")
+    assert.is_true(m.tie_word_embeddings)
+    local c = core.model_params(m)
+    assert.are.equal(1720574976, c.total)
+    assert.are.equal(1409408000, c.total - 151936 * 2048 - 2048)
+  end)
+end)
+
 describe("2025-26 families: refusals name what is not modelled", function()
   local function with_cfg(cfg, changes)
     for k, v in pairs(changes) do cfg[k] = v end

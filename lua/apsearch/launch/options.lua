@@ -340,6 +340,34 @@ M.torchrun = {
 -- `config.<section>.<field>` the generator assigns, with its type and, for
 -- a Literal or an enumerated string, the values the commit accepts; the
 -- constructors it calls with their keyword fields; the names it imports.
+-- TorchTitan builder facts the model families share (torchtitan
+-- b5bcd76c: get_attention_config backends, make_token_dispatcher_config
+-- comm backends, RoPE.Config fields, models/common/rope.py)
+local TT_ATTN_BACKEND = { type = "str", values = set({ "flex", "flex_flash", "varlen" }) }
+local TT_MOE_COMM = { type = "str", values = set({ "standard", "deepep", "hybridep" }) }
+local TT_ROPE = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 },
+  theta = { type = "float", min = 0 } }
+
+--- `base` with `extra`'s keys added (the shared fact tables above with a
+-- family's own).
+local function with(base, extra)
+  local out = require("apsearch.util").copy(base)
+  for k, v in pairs(extra) do out[k] = v end
+  return out
+end
+local TT_YARN_ROPE = with(TT_ROPE, { scaling = { type = "str", values = set({ "none", "yarn" }) },
+  rope_factor = { type = "float", min = 0 }, beta_fast = { type = "float", min = 0 },
+  beta_slow = { type = "float", min = 0 }, original_seq_len = { type = "int", min = 1 },
+  truncate = { type = "bool" } })
+-- the qwen3 builders' attention arguments (_build_qwen3_layers,
+-- _build_qwen3_moe_layers) and their flavours' head (qwen3/__init__.py)
+local TT_QWEN3_ARGS = { n_layers = { type = "int", min = 1 }, dim = { type = "int", min = 1 },
+  n_heads = { type = "int", min = 1 }, n_kv_heads = { type = "int", min = 1 },
+  head_dim = { type = "int", min = 1 }, fuse_qkv = { type = "bool" }, attn_backend = TT_ATTN_BACKEND,
+  rope = { type = "CosSinRoPE.Config" } }
+local TT_QWEN3_HEAD = { embedding_init = "_EMBEDDING_INIT", tied_embedding_init = "_EMBEDDING_SKIP_INIT",
+  norm = "_qwen3_norm(%d)", lm_head_init = "_LINEAR_INIT", imports = { "_EMBEDDING_INIT", "_qwen3_norm", "_LINEAR_INIT" } }
+
 M.torchtitan = {
   source = {
     repo = "pytorch/torchtitan", path = "torchtitan/config/configs.py",
@@ -353,9 +381,10 @@ M.torchtitan = {
       "copied per layer by make_gqa_config, models/common/config_utils.py) and RMSNorm.Config eps " ..
       "(models/common/nn_modules.py); Llama3Model.Config, _build_llama3_layers and the flavours' shapes " ..
       "and inits (torchtitan/models/llama3/__init__.py, model.py; models/common/decoder.py, " ..
-      "MoE families: qwen3 _build_qwen3_moe_layers and deepseek_v3 _build_dsv3_layers / " ..
-      "build_mla_moe_layers, their flavours and config functions qwen3_30b_a3b, deepseek_v3_671b " ..
-      "(torchtitan/models/qwen3, deepseek_v3: __init__.py, config_registry.py); " ..
+      "families: qwen3 _build_qwen3_layers and _build_qwen3_moe_layers, deepseek_v3 _build_dsv3_layers / " ..
+      "build_mla_moe_layers, gpt_oss _build_gptoss_layers, their flavours and config functions qwen3_32b, " ..
+      "qwen3_30b_a3b, deepseek_v3_671b, gpt_oss_20b (torchtitan/models/qwen3, deepseek_v3, gpt_oss: " ..
+      "__init__.py, config_registry.py; MoE.Config.load_balance_coeff, models/common/moe.py); " ..
       "feed_forward.py, linear.py); pipeline schedules (torch get_schedule_class names used " ..
       "by torchtitan/distributed/pipeline_parallel.py); run_train.sh (same commit). Each generated " ..
       "module loaded with TorchTitan's ConfigManager at that commit (docs/launch.md)",
@@ -463,6 +492,13 @@ M.torchtitan = {
     ["attention.rope.high_freq_factor"] = { type = "float", min = 0 },
     ["attention.rope.original_max_position_embeddings"] = { type = "int", min = 1 },
     ["attention_norm.eps"] = { type = "float", min = 0 },
+    -- GQAttention.Config.qk_norm (models/common/attention.py; the qwen3
+    -- builders' _qwen3_norm(head_dim), eps _EPS = 1e-6)
+    ["attention.qk_norm.eps"] = { type = "float", min = 0 },
+    -- MoE.Config.load_balance_coeff (models/common/moe.py, float | None,
+    -- default 1e-3): None builds no expert bias (expert_bias_E) and no
+    -- bias update; make_moe_config passes its 1e-3 default
+    ["moe.load_balance_coeff"] = { type = "float", min = 0, nullable = true },
     ["ffn_norm.eps"] = { type = "float", min = 0 },
     -- Linear.Config bias (models/common/linear.py, default False): the fused
     -- wqkv (the flavours' fuse_qkv=True; FusedQKVLinear splits and merges
@@ -490,12 +526,24 @@ M.torchtitan = {
     ["MXFP8LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
     ["NVFP4LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
   },
-  -- HEAD's MoE model families, the ones a module builds an MoE model on:
-  -- model_registry(flavor) gives the ModelSpec (parallelize_fn, the MoE
-  -- load-balancing hook, state dict adapter) and the embeddings, final
-  -- norm and lm_head of the flavour with the model's dim and vocab_size;
-  -- the layers are rebuilt with the model's numbers on the flavours' own
-  -- builder.  qwen3: torchtitan/models/qwen3/__init__.py
+  -- HEAD's model families other than llama3, the ones a module builds a
+  -- Qwen3, MoE or gpt-oss model on: model_registry(flavor) gives the
+  -- ModelSpec (parallelize_fn, the MoE load-balancing hook, state dict
+  -- adapter) and the embeddings, final norm and lm_head of the flavour with
+  -- the model's dim and vocab_size; the layers are rebuilt with the model's
+  -- numbers on the flavours' own builder.  qwen3_dense:
+  -- torchtitan/models/qwen3/__init__.py _build_qwen3_layers (GQA with
+  -- head_dim given, per-head qk-norm, SwiGLU FeedForward, every norm
+  -- RMSNorm eps _EPS = 1e-6, CosSinRoPE), flavours 0.6B, 1.7B, 4B (tied
+  -- embeddings), 8B, 14B, 32B, vocab 151936, config function qwen3_32b.
+  -- gpt_oss: torchtitan/models/gpt_oss/__init__.py _build_gptoss_layers
+  -- (every layer MoE; _make_gptoss_attn_config's own 64 heads, 8 KV heads,
+  -- head_dim 64, a 128-token window on the even layers, attention sinks,
+  -- q/k/v, wo, router and expert biases; GptOssGroupedExperts' clamped
+  -- SwiGLU, alpha 1.702, limit 7, (up + 1); softmax router with
+  -- route_norm; CosSinRoPE with yarn), flavours 20b and 120b (dim 2880,
+  -- vocab 201088), config function gpt_oss_20b (config_registry.py).
+  -- qwen3: torchtitan/models/qwen3/__init__.py
   -- _build_qwen3_moe_layers (every layer MoE, no shared expert, qk-norm
   -- RMSNorm eps _EPS = 1e-6, softmax router with route_norm, CosSinRoPE),
   -- flavours 30B-A3B (dim 2048) and 235B-A22B (dim 4096), vocab 151936,
@@ -508,30 +556,55 @@ M.torchtitan = {
   -- deepseek_v3_671b (config_registry.py).  `routing`: what apsearch's
   -- model does not give, as the flavour sets it (group-limited routing,
   -- route scale and norm, the MLA softmax mscale, YaRN beta_fast/slow)
-  moe_families = {
+  families = {
+    qwen3_dense = {
+      module = "torchtitan.models.qwen3", config_module = "torchtitan.models.qwen3.config_registry",
+      base = "qwen3_32b", builder = "_build_qwen3_layers", rope = "CosSinRoPE.Config",
+      norm_eps = 1e-6, default_flavor = "32B", qk_norm = true,
+      head = TT_QWEN3_HEAD,
+      flavors = { ["0.6B"] = { dim = 1024, vocab_size = 151936, tied = true },
+                  ["1.7B"] = { dim = 2048, vocab_size = 151936, tied = true },
+                  ["4B"] = { dim = 2560, vocab_size = 151936, tied = true },
+                  ["8B"] = { dim = 4096, vocab_size = 151936 },
+                  ["14B"] = { dim = 5120, vocab_size = 151936 },
+                  ["32B"] = { dim = 5120, vocab_size = 151936 } },
+      args = with(TT_QWEN3_ARGS, { hidden_dim = { type = "int", min = 1 } }),
+      rope_args = TT_ROPE,
+    },
+    gpt_oss = {
+      module = "torchtitan.models.gpt_oss", config_module = "torchtitan.models.gpt_oss.config_registry",
+      base = "gpt_oss_20b", builder = "_build_gptoss_layers", rope = "CosSinRoPE.Config",
+      default_flavor = "20b", moe = true,
+      -- what _build_gptoss_layers fixes (_make_gptoss_attn_config's defaults,
+      -- sliding_window_size=128 if layer_id % 2 == 0, GptOssGroupedExperts
+      -- swiglu alpha 1.702 and swiglu_limit 7.0)
+      fixed = { n_heads = 64, n_kv_heads = 8, head_dim = 64, window = 128, window_period = 2, glu_clamp = 7.0 },
+      head = { embedding_init = "_EMBEDDING_INIT", norm = "RMSNorm.Config(normalized_shape=%d, param_init=_NORM_INIT)",
+        lm_head_init = "_output_linear_init(%d)", imports = { "_EMBEDDING_INIT", "_NORM_INIT", "_output_linear_init" } },
+      flavors = { ["20b"] = { dim = 2880, vocab_size = 201088 }, ["120b"] = { dim = 2880, vocab_size = 201088 } },
+      args = { dim = { type = "int", min = 1 }, n_layers = { type = "int", min = 1 },
+        hidden_dim = { type = "int", min = 1 }, num_experts = { type = "int", min = 1 },
+        top_k = { type = "int", min = 1 }, load_balance_coeff = { type = "float", min = 0, nullable = true },
+        fuse_qkv = { type = "bool" }, attn_backend = TT_ATTN_BACKEND, moe_comm_backend = TT_MOE_COMM,
+        rope = { type = "CosSinRoPE.Config" } },
+      rope_args = TT_YARN_ROPE,
+    },
     qwen3 = {
       module = "torchtitan.models.qwen3", config_module = "torchtitan.models.qwen3.config_registry",
       base = "qwen3_30b_a3b", builder = "_build_qwen3_moe_layers", rope = "CosSinRoPE.Config",
-      norm_eps = 1e-6, default_flavor = "30B-A3B",
+      norm_eps = 1e-6, default_flavor = "30B-A3B", moe = true, qk_norm = true,
       -- the flavours' embeddings, final norm and lm_head (qwen3/__init__.py _30b_a3b)
-      head = { embedding_init = "_EMBEDDING_INIT", norm = "_qwen3_norm(%d)", lm_head_init = "_LINEAR_INIT",
-        imports = { "_EMBEDDING_INIT", "_qwen3_norm", "_LINEAR_INIT" } },
+      head = TT_QWEN3_HEAD,
       flavors = { ["30B-A3B"] = { dim = 2048, vocab_size = 151936 },
                   ["235B-A22B"] = { dim = 4096, vocab_size = 151936 } },
-      args = { n_layers = { type = "int", min = 1 }, dim = { type = "int", min = 1 },
-        n_heads = { type = "int", min = 1 }, n_kv_heads = { type = "int", min = 1 },
-        head_dim = { type = "int", min = 1 }, moe_hidden_dim = { type = "int", min = 1 },
-        num_experts = { type = "int", min = 1 }, top_k = { type = "int", min = 1 },
-        fuse_qkv = { type = "bool" }, attn_backend = { type = "str", values = set({ "flex", "flex_flash", "varlen" }) },
-        moe_comm_backend = { type = "str", values = set({ "standard", "deepep", "hybridep" }) },
-        rope = { type = "CosSinRoPE.Config" } },
-      rope_args = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 },
-        theta = { type = "float", min = 0 } },
+      args = with(TT_QWEN3_ARGS, { moe_hidden_dim = { type = "int", min = 1 },
+        num_experts = { type = "int", min = 1 }, top_k = { type = "int", min = 1 }, moe_comm_backend = TT_MOE_COMM }),
+      rope_args = TT_ROPE,
     },
     deepseek_v3 = {
       module = "torchtitan.models.deepseek_v3", config_module = "torchtitan.models.deepseek_v3.config_registry",
       base = "deepseek_v3_671b", builder = "_build_dsv3_layers", rope = "ComplexRoPE.Config",
-      default_flavor = "671B",
+      default_flavor = "671B", moe = true,
       -- the flavours' embeddings, final norm and lm_head (deepseek_v3/__init__.py _16b)
       head = { embedding_init = "_EMBEDDING_INIT", norm = "RMSNorm.Config(normalized_shape=%d, param_init=_NORM_INIT)",
         lm_head_init = "_output_linear_init(%d)", imports = { "_EMBEDDING_INIT", "_NORM_INIT", "_output_linear_init" } },
@@ -556,24 +629,23 @@ M.torchtitan = {
         router_score_func = { type = "str", values = set({ "sigmoid", "softmax" }) },
         router_num_expert_groups = { type = "int", min = 1 }, router_num_limited_groups = { type = "int", min = 1 },
         router_route_scale = { type = "float", min = 0 }, router_route_norm = { type = "bool" },
-        attn_backend = { type = "str", values = set({ "flex", "flex_flash", "varlen" }) },
-        moe_comm_backend = { type = "str", values = set({ "standard", "deepep", "hybridep" }) },
-        non_blocking_capacity_factor = { type = "float", min = 0 },
+        attn_backend = TT_ATTN_BACKEND, moe_comm_backend = TT_MOE_COMM,
+        non_blocking_capacity_factor = { type = "float", min = 0, nullable = true },
         rope = { type = "ComplexRoPE.Config" } },
-      rope_args = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 },
-        theta = { type = "float", min = 0 }, scaling = { type = "str", values = set({ "none", "yarn" }) },
-        rope_factor = { type = "float", min = 0 }, beta_fast = { type = "float", min = 0 },
-        beta_slow = { type = "float", min = 0 }, original_seq_len = { type = "int", min = 1 },
-        truncate = { type = "bool" } },
+      rope_args = TT_YARN_ROPE,
     },
   },
   -- model_registry(flavor) and the config functions a module builds on
   flavors = set({ "1B", "3B", "8B", "70B", "405B" }),
-  base_configs = set({ "llama3_8b", "llama3_70b", "llama3_405b", "qwen3_30b_a3b", "deepseek_v3_671b" }),
+  base_configs = set({ "llama3_8b", "llama3_70b", "llama3_405b", "qwen3_32b", "qwen3_30b_a3b", "gpt_oss_20b",
+    "deepseek_v3_671b" }),
   imports = {
-    ["torchtitan.models.qwen3.config_registry"] = set({ "qwen3_30b_a3b" }),
-    ["torchtitan.models.qwen3"] = set({ "model_registry", "_build_qwen3_moe_layers", "_EMBEDDING_INIT",
-      "_qwen3_norm", "_LINEAR_INIT" }),
+    ["torchtitan.models.qwen3.config_registry"] = set({ "qwen3_32b", "qwen3_30b_a3b" }),
+    ["torchtitan.models.qwen3"] = set({ "model_registry", "_build_qwen3_layers", "_build_qwen3_moe_layers",
+      "_EMBEDDING_INIT", "_qwen3_norm", "_LINEAR_INIT" }),
+    ["torchtitan.models.gpt_oss.config_registry"] = set({ "gpt_oss_20b" }),
+    ["torchtitan.models.gpt_oss"] = set({ "model_registry", "_build_gptoss_layers", "_EMBEDDING_INIT",
+      "_NORM_INIT", "_output_linear_init" }),
     ["torchtitan.models.deepseek_v3.config_registry"] = set({ "deepseek_v3_671b" }),
     ["torchtitan.models.deepseek_v3"] = set({ "model_registry", "_build_dsv3_layers", "_EMBEDDING_INIT",
       "_NORM_INIT", "_output_linear_init" }),
@@ -593,13 +665,17 @@ M.torchtitan = {
   train_options = set({ "--module", "--config" }),
 }
 
---- True when a Lua value fits a TorchTitan fact (`{type, values, min}`).
+--- True when a Lua value fits a TorchTitan fact (`{type, values, min,
+-- nullable}`); nil is Python None, which only a nullable fact takes.
 -- @tparam table fact
 -- @param v
 -- @treturn boolean
 function M.torchtitan_value_ok(fact, v)
   local t = fact.type
-  if t == "int" then
+  if v == nil then
+    -- Python None, where the annotation has `| None` (`nullable`)
+    return fact.nullable == true
+  elseif t == "int" then
     return math.type(v) == "integer" and v >= (fact.min or -math.huge)
   elseif t == "float" then
     -- a finite number above min (written as a Python float)

@@ -61,15 +61,19 @@
 --   model_registry does; q/k/v, wo and MLP biases -> Linear.Config bias;
 --   GELU, LayerNorm, norm bias, sliding window NOT EXPRESSIBLE; head_dim
 --   other than dim // heads and qk-norm NOT WRITTEN (the builder has none)
+--   unless HEAD's qwen3 model builds it (M.dense_family_model: qk-norm,
+--   head_dim given, base qwen3_32b, _build_qwen3_layers)
 -- * MoE (M.moe_fields): ep_degree -> parallelism.expert_parallel_degree
 --   (1 where ParallelDims rejects it: it must divide dp_shard x cp x tp);
 --   etp_degree > 1, a capacity factor NOT EXPRESSIBLE; the MoE model
---   (M.moe_model): HEAD's qwen3 or deepseek_v3 family (base config
---   qwen3_30b_a3b / deepseek_v3_671b, model_registry flavour with the
---   model's dim and vocab, layers rebuilt by _build_qwen3_moe_layers /
---   _build_dsv3_layers with num_experts, top_k, moe_hidden_dim,
---   num_shared_experts, n_dense_layers and the MLA ranks), else (e.g.
---   Mixtral: HEAD has no family for it) NOT WRITTEN, llama3 built
+--   (M.moe_model): HEAD's qwen3, deepseek_v3 or gpt_oss family (base
+--   config qwen3_30b_a3b / deepseek_v3_671b / gpt_oss_20b, model_registry
+--   flavour with the model's dim and vocab, layers rebuilt by
+--   _build_qwen3_moe_layers / _build_dsv3_layers / _build_gptoss_layers
+--   with num_experts, top_k, moe_hidden_dim, num_shared_experts,
+--   n_dense_layers and the MLA ranks; no expert bias unless the model
+--   routes with one), else (e.g. Mixtral: HEAD has no family for it) NOT
+--   WRITTEN, llama3 built
 -- * cuda_graphs -> training.disable_cuda_graphs (HEAD graphs fwd + bwd by
 --   default since f84224af, 2026-08-13; never with PP)
 -- @module apsearch.launch.torchtitan
@@ -518,56 +522,352 @@ function M.moe_router_args(m, flavor, routing, A, N)
   end
 end
 
---- HEAD's MoE model for an MoE model, when HEAD has its family
--- (options.torchtitan.moe_families, torchtitan b5bcd76c): qwen3 for
--- grouped-query attention with qk-norm and routed experts only on every
--- layer (torchtitan/models/qwen3/__init__.py _build_qwen3_moe_layers),
--- deepseek_v3 for multi-head latent attention (kv_lora_rank > 0) with the
--- first layers dense and shared experts a multiple of the expert width
--- (torchtitan/models/deepseek_v3/__init__.py _build_dsv3_layers ->
--- build_mla_moe_layers).  The flavour is the family's with the model's
--- dim and vocab_size (model_registry builds the embeddings, final norm and
--- lm_head from them), else the family's default_flavor with the model's
--- own (own_head, M.moe_head_config); the layers are the builder's with the
--- model's numbers.  The router's groups, route scale and norm are the model's
--- (M.moe_router_args); MLA mscale and YaRN betas the model lacks are the
--- flavour's; the router score is sigmoid with an expert bias
--- (moe_router_bias, DeepSeek-V3's aux-loss-free balancing), else softmax.
--- @tparam table m model (num_experts > 0)
--- @tparam integer ctx RoPE max_context_length (M.model_shape)
--- @treturn table|nil `{family, fam, flavor, args = {{name, value}...},
---   rope = {{name, value}...}, notes = {{kind, text}...}}`
--- @treturn string|nil why HEAD cannot build it (nil: no family matches)
-function M.moe_model(m, ctx)
-  local FAM = TT.moe_families
-  local family
-  if (m.kv_lora_rank or 0) > 0 then family = "deepseek_v3"
-  elseif m.qk_norm and (m.kv_lora_rank or 0) == 0 then family = "qwen3" end
-  if not family then return nil end
-  local fam = FAM[family]
-  local why = {}
-  local function W(t) why[#why + 1] = t end
-  local flavor
+--- The family flavour whose embeddings, final norm and lm_head are the
+-- model's: dim, vocab_size and weight tying equal, a flavour the model's
+-- name carries first ("Qwen3-32B" -> "32B" over "14B", the same shape);
+-- none: the family's default flavour, and the file writes the model's own
+-- head (M.family_head_config).
+-- @tparam table fam options.torchtitan.families entry
+-- @tparam table m model
+-- @tparam boolean tied the embeddings written tied
+-- @treturn string flavour
+-- @treturn boolean own_head
+function M.family_flavor(fam, m, tied)
   local names = {}
   for f in pairs(fam.flavors) do names[#names + 1] = f end
   table.sort(names)
+  local lname, pick = tostring(m.name or ""):lower(), nil
   for _, f in ipairs(names) do
     local fs = fam.flavors[f]
-    if fs.dim == m.hidden_size and fs.vocab_size == m.vocab_size then flavor = f break end
+    if fs.dim == m.hidden_size and fs.vocab_size == m.vocab_size and (fs.tied == true) == tied then
+      if lname:find(f:lower(), 1, true) then return f, false end
+      pick = pick or f
+    end
   end
-  -- none of that size: the family's default flavour gives the ModelSpec,
-  -- and the file writes the model's own embeddings, final norm and lm_head
-  -- (M.moe_head_config)
-  local own_head = flavor == nil
-  flavor = flavor or fam.default_flavor
-  if m.tie_word_embeddings then W("tied embeddings (HEAD's MoE flavours are untied)") end
-  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then W("linear biases (HEAD's MoE builders have none)") end
-  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " experts (HEAD's GroupedExperts are SwiGLU)") end
+  if pick then return pick, false end
+  return fam.default_flavor, true
+end
+
+--- What a decoder block of every non-llama3 family this module writes
+-- lacks (qwen3, deepseek_v3: RMSNorm, SwiGLU, no biases, full causal
+-- attention, RoPE on every layer), each a reason the family cannot
+-- build the model.
+-- @tparam table m model
+-- @tparam function W reason writer
+function M.family_block_lacks(m, W)
+  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then W("linear biases (the builders have none)") end
+  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " MLP (HEAD's FeedForward and GroupedExperts are SwiGLU)") end
   if (m.glu_activation or "silu") ~= "silu" then
-    W(tostring(m.glu_activation) .. "-gated experts (HEAD's GroupedExperts gate with SiLU)")
+    W(tostring(m.glu_activation) .. "-gated MLP (HEAD's FeedForward and GroupedExperts gate with SiLU)")
   end
-  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (HEAD's MoE models use RMSNorm)") end
+  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (the builders use RMSNorm)") end
+  if m.norm_bias then W("norm biases (RMSNorm.Config has none)") end
   if (m.sliding_window or 0) > 0 then W("a sliding window") end
+  if m.position_embedding and m.position_embedding ~= "rope" then
+    W(tostring(m.position_embedding) .. " positions (the builders apply RoPE in every attention layer)")
+  end
+  if m.hybrid_layer_pattern then W("hybrid Mamba-2 layers") end
+  local launch = require "apsearch.launch"
+  if launch.has_gated_deltanet(m) then W("Gated DeltaNet layers") end
+  for _, what in ipairs(launch.llama_block_features(m)) do W(what) end
+  for _, what in ipairs(launch.llama4_features(m, 0)) do W(what) end
+end
+
+--- What HEAD's qwen3 attention (make_gqa_config with qk_norm =
+-- _qwen3_norm(head_dim), CosSinRoPE over the whole head) builds otherwise
+-- than the model: partial RoPE and Q/K norms over the whole projection
+-- (MiniMax-M2's), each a NOT EXPRESSIBLE note.
+-- @tparam table m model
+-- @tparam function N note writer
+function M.qwen3_attention_notes(m, N)
+  if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then
+    N("NOT EXPRESSIBLE in TorchTitan", string.format("partial RoPE (rotary_percent %s): CosSinRoPE.Config " ..
+      "(models/common/rope.py) has no partial-rotation field; every dim of each head is rotated",
+      M.pyfloat(m.rotary_percent)))
+  end
+  if m.qk_norm_full_width then
+    N("NOT EXPRESSIBLE in TorchTitan", "Q/K norms over the whole projection (qk_norm_full_width): the qwen3 " ..
+      "builders normalise each head (qk_norm=_qwen3_norm(head_dim)); written per head, fewer norm weights " ..
+      "than the model has")
+  end
+end
+
+--- What HEAD's softmax routers with route_norm (qwen3's make_router_config,
+-- gpt-oss's TokenChoiceTopKRouter) cannot route as the model does, each a
+-- NOT EXPRESSIBLE note: weights not renormalised, a route scale, groups.
+-- @tparam table m model
+-- @tparam string builder the builder's name, for the notes
+-- @tparam function N note writer
+function M.softmax_router_notes(m, builder, N)
+  if m.moe_router_pre_softmax then
+    N("NOT EXPRESSIBLE in TorchTitan", "norm_topk_prob = false (moe_router_pre_softmax): " .. builder ..
+      " renormalises the top-k weights (route_norm=True)")
+  end
+  if (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor ~= 1 then
+    N("NOT EXPRESSIBLE in TorchTitan", "routed_scaling_factor " .. M.pyfloat(m.moe_router_topk_scaling_factor) ..
+      ": " .. builder .. "'s route_scale is 1")
+  end
+  if (m.moe_router_num_groups or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", "group-limited routing: " .. builder .. " has no expert groups")
+  end
+end
+
+--- YaRN on a family's RoPE.Config (models/common/rope.py
+-- _yarn_inv_freq): rope_factor, beta_fast, beta_slow, the pre-scaling
+-- context as transformers takes it (hf.yarn_original), truncate; the
+-- cos/sin factor transformers applies (hf.yarn_attention_factor) where it
+-- differs from what the family's attention does with it (`applied`).
+-- @tparam table m model (rope_scaling_type "yarn")
+-- @tparam function R RoPE argument writer
+-- @tparam function N note writer
+-- @tparam number applied the factor the family's attention is equivalent to
+-- @tparam string how what the family's attention does, for the note
+function M.yarn_rope(m, R, N, applied, how)
+  local hf = require "apsearch.hf"
+  R("scaling", "yarn") R("rope_factor", (m.rope_scaling_factor or 1) + 0.0)
+  R("beta_fast", hf.yarn_beta(m, "beta_fast"))
+  R("beta_slow", hf.yarn_beta(m, "beta_slow"))
+  -- never RoPE.Config's own original_seq_len 4096 unless the model's
+  local orig = hf.yarn_original(m)
+  if orig then
+    R("original_seq_len", orig)
+  else
+    N("NOT WRITTEN", "yarn original context: the model gives neither original_max_position_embeddings " ..
+      "nor max_position_embeddings; RoPE.Config's original_seq_len 4096 applies")
+  end
+  if m.yarn_no_truncate then R("truncate", false) end
+  local a = hf.yarn_attention_factor(m)
+  if math.abs(a - applied) > 1e-12 * applied then
+    N("NOT EXPRESSIBLE in TorchTitan", string.format("yarn cos/sin factor %s (transformers' attention_factor " ..
+      "from factor %s, mscale %s, mscale_all_dim %s%s): %s", M.pyfloat(a), M.pyfloat(m.rope_scaling_factor or 1),
+      M.pyfloat(m.yarn_mscale or 0), M.pyfloat(m.yarn_mscale_all_dim or 0),
+      (m.yarn_attention_factor or 0) > 0 and ", given outright" or "", how))
+  end
+end
+
+--- HEAD's qwen3 dense model (torchtitan/models/qwen3/__init__.py
+-- _build_qwen3_layers @ b5bcd76c: GQA with the head_dim given, per-head
+-- qk-norm, SwiGLU) for a dense model with qk-norm that HEAD's llama3
+-- builder cannot build (no qk_norm, head_dim = dim // n_heads): Qwen3's
+-- 0.6B to 32B and any model of that block.  The flavour is the one with
+-- the model's dim, vocabulary and tying (M.family_flavor); tied
+-- embeddings with PP are written untied (Decoder.Config refuses them).
+-- @tparam table m model (no experts)
+-- @tparam integer ctx RoPE max_context_length (M.model_shape)
+-- @tparam integer pp pipeline degree
+-- @treturn table|nil as M.moe_model's
+-- @treturn string|nil why the family cannot build it (nil: not the family)
+function M.dense_family_model(m, ctx, pp)
+  if not m.qk_norm or (m.num_experts or 0) > 0 or (m.kv_lora_rank or 0) > 0 then return nil end
+  local fam = TT.families.qwen3_dense
+  local why, notes, args, rope = {}, {}, {}, {}
+  local function W(t) why[#why + 1] = t end
+  local function N(kind, text) notes[#notes + 1] = { kind, text } end
+  local function A(k, v) args[#args + 1] = { k, v } end
+  local function R(k, v) rope[#rope + 1] = { k, v } end
+  M.family_block_lacks(m, W)
+  local kind = m.rope_scaling_type or "none"
+  if kind ~= "none" then W(kind .. " RoPE scaling (HEAD's Qwen3 RoPE is unscaled CosSinRoPE)") end
+  if #why > 0 then return nil, table.concat(why, "; ") end
+  local tied = m.tie_word_embeddings == true
+  if tied and pp > 1 then
+    N("NOT EXPRESSIBLE in TorchTitan", "tied input and output embeddings with pipeline parallelism " ..
+      "(Decoder.Config.update_from_config refuses them): written untied, lm_head its own vocabulary x " ..
+      "hidden matrix, trained apart from the embedding")
+    tied = false
+  end
+  local flavor, own_head = M.family_flavor(fam, m, tied)
+  local hd = m.head_dim or m.hidden_size // m.num_attention_heads
+  A("fuse_qkv", true) A("n_layers", m.num_layers) A("dim", m.hidden_size)
+  A("n_heads", m.num_attention_heads) A("n_kv_heads", m.num_query_groups or m.num_attention_heads)
+  A("head_dim", hd) A("hidden_dim", m.ffn_hidden_size) A("attn_backend", "flex")
+  R("dim", hd) R("max_context_length", ctx)
+  R("theta", (m.rope_theta or 0) > 0 and m.rope_theta + 0.0 or 10000.0)
+  M.qwen3_attention_notes(m, N)
+  return { family = "qwen3_dense", fam = fam, flavor = flavor, args = args, rope = rope, notes = notes,
+    own_head = own_head, tied = tied }
+end
+
+--- HEAD's gpt-oss model (torchtitan/models/gpt_oss/__init__.py
+-- _build_gptoss_layers @ b5bcd76c) for a model with attention sinks, when
+-- it is what the builder fixes (options.torchtitan.families.gpt_oss.fixed:
+-- 64 heads, 8 KV heads, head_dim 64, a 128-token window on the even
+-- layers; q/k/v, wo, router and expert biases; clamped SwiGLU): the
+-- builder's arguments and RoPE (CosSinRoPE; yarn, whose mscale the
+-- attention folds into its softmax scale, model.py Attention).  The
+-- expert bias (load_balance_coeff) only when the model routes with one.
+-- @tparam table m model
+-- @tparam table fam the family
+-- @tparam integer ctx RoPE max_context_length
+-- @tparam integer dense leading dense layers
+-- @tparam function W reason writer
+-- @tparam function A builder argument writer
+-- @tparam function R RoPE argument writer
+-- @tparam function N note writer
+function M.gptoss_layers(m, fam, ctx, dense, W, A, R, N)
+  local x, L = fam.fixed, m.num_layers
+  local hd = m.head_dim or m.hidden_size // m.num_attention_heads
+  if m.num_attention_heads ~= x.n_heads or (m.num_query_groups or m.num_attention_heads) ~= x.n_kv_heads or
+    hd ~= x.head_dim then
+    W(string.format("%d heads, %d KV heads, head_dim %d (_make_gptoss_attn_config builds %d, %d, %d)",
+      m.num_attention_heads, m.num_query_groups or m.num_attention_heads, hd, x.n_heads, x.n_kv_heads, x.head_dim))
+  end
+  if m.sliding_window ~= x.window or m.sliding_window_period ~= x.window_period or
+    m.sliding_window_layers ~= (L + 1) // 2 then
+    W("a window other than 128 tokens on the even layers (_build_gptoss_layers' own)")
+  end
+  if not (m.qkv_bias and m.attn_out_bias and m.mlp_bias and m.moe_router_linear_bias) then
+    W("no q/k/v, wo, router or expert biases (_build_gptoss_layers has them all)")
+  end
+  if m.glu_activation ~= "quick_gelu" or m.glu_clamp ~= x.glu_clamp or m.glu_linear_offset ~= 1 then
+    W("experts other than the clamped SwiGLU (alpha 1.702, limit 7, up + 1) of GptOssGroupedExperts")
+  end
+  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (the builder uses RMSNorm)") end
+  if dense > 0 or (m.shared_expert_ffn_hidden_size or 0) > 0 then
+    W("dense layers or shared experts (_build_gptoss_layers makes every layer MoE, without shared experts)")
+  end
+  local kind = m.rope_scaling_type or "none"
+  if kind ~= "none" and kind ~= "yarn" then W(kind .. " RoPE scaling (CosSinRoPE: none or yarn)") end
+  A("fuse_qkv", true) A("dim", m.hidden_size) A("n_layers", L) A("hidden_dim", m.moe_ffn_hidden_size)
+  A("num_experts", m.num_experts) A("top_k", m.experts_per_token)
+  -- MoE.Config.load_balance_coeff None: no expert bias (the flavours' 1e-3
+  -- is an aux-loss-free bias gpt-oss does not route with)
+  A("load_balance_coeff", m.moe_router_bias and 1e-3 or nil)
+  A("attn_backend", "flex") A("moe_comm_backend", "standard")
+  R("dim", hd) R("max_context_length", ctx) R("theta", (m.rope_theta or 0) > 0 and m.rope_theta + 0.0 or 10000.0)
+  if kind == "yarn" then
+    local f = (m.rope_scaling_factor or 1) + 0.0
+    M.yarn_rope(m, R, N, f > 1 and 0.1 * math.log(f) + 1 or 1.0, "gpt_oss Attention folds (0.1 ln f + 1)^2 " ..
+      "into its softmax scale (models/gpt_oss/model.py), the factor transformers takes by default")
+  end
+  M.softmax_router_notes(m, "_build_gptoss_layers", N)
+end
+
+--- The qwen3 MoE builder's arguments (_build_qwen3_moe_layers: every
+-- layer MoE, no shared expert, softmax router with route_norm, CosSinRoPE
+-- unscaled); the expert bias (load_balance_coeff) only when the model
+-- routes with one, in the layer loop (M.model_numerics).
+-- @tparam table m model
+-- @tparam integer ctx RoPE max_context_length
+-- @tparam integer dense leading dense layers
+-- @tparam function W reason writer
+-- @tparam function A builder argument writer
+-- @tparam function R RoPE argument writer
+-- @tparam function N note writer
+function M.qwen3_moe_layers(m, ctx, dense, W, A, R, N)
+  local hd = m.head_dim or m.hidden_size // m.num_attention_heads
+  local kind = m.rope_scaling_type or "none"
+  if dense > 0 then W(dense .. " dense first layers (_build_qwen3_moe_layers makes every layer MoE)") end
+  if (m.shared_expert_ffn_hidden_size or 0) > 0 then W("shared experts (_build_qwen3_moe_layers has none)") end
+  if kind ~= "none" then W(kind .. " RoPE scaling (HEAD's Qwen3 RoPE is unscaled CosSinRoPE)") end
+  A("fuse_qkv", true) A("n_layers", m.num_layers) A("dim", m.hidden_size)
+  A("n_heads", m.num_attention_heads) A("n_kv_heads", m.num_query_groups or m.num_attention_heads)
+  A("head_dim", hd) A("moe_hidden_dim", m.moe_ffn_hidden_size) A("num_experts", m.num_experts)
+  A("top_k", m.experts_per_token) A("attn_backend", "flex") A("moe_comm_backend", "standard")
+  R("dim", hd) R("max_context_length", ctx) R("theta", (m.rope_theta or 0) > 0 and m.rope_theta + 0.0 or 10000.0)
+  if m.moe_router_bias then
+    N("NOT EXPRESSIBLE in TorchTitan", "the router's expert bias: _build_qwen3_moe_layers routes by " ..
+      "softmax without one")
+  end
+  M.softmax_router_notes(m, "_build_qwen3_moe_layers", N)
+  M.qwen3_attention_notes(m, N)
+end
+
+--- The deepseek_v3 builder's arguments (_build_dsv3_layers ->
+-- build_mla_moe_layers: MLA, the first n_dense_layers dense,
+-- num_shared_experts x moe_hidden_dim shared FFN, ComplexRoPE on
+-- qk_rope_head_dim, none or yarn); the router's groups, route scale and
+-- norm are the model's (M.moe_router_args); MLA mscale and YaRN betas the
+-- model lacks are the flavour's; the router score is sigmoid with an
+-- expert bias (moe_router_bias, DeepSeek-V3's aux-loss-free balancing),
+-- else softmax.
+-- @tparam table m model
+-- @tparam table fam the family
+-- @tparam string|nil flavor the matching flavour
+-- @tparam integer ctx RoPE max_context_length
+-- @tparam integer dense leading dense layers
+-- @tparam function W reason writer
+-- @tparam function A builder argument writer
+-- @tparam function R RoPE argument writer
+-- @tparam function N note writer
+function M.dsv3_layers(m, fam, flavor, ctx, dense, W, A, R, N)
+  local routing = flavor and fam.flavors[flavor].routing or {}
+  local shared, moe_h = m.shared_expert_ffn_hidden_size or 0, m.moe_ffn_hidden_size
+  local kind = m.rope_scaling_type or "none"
+  if shared > 0 and shared % moe_h ~= 0 then
+    W(string.format("a shared-expert width %d not a multiple of the expert width %d (num_shared_experts " ..
+      "x moe_hidden_dim)", shared, moe_h))
+  end
+  if kind ~= "none" and kind ~= "yarn" then W(kind .. " RoPE scaling (ComplexRoPE: none or yarn)") end
+  A("n_layers", m.num_layers) A("n_dense_layers", dense) A("dim", m.hidden_size)
+  A("n_heads", m.num_attention_heads) A("q_lora_rank", m.q_lora_rank or 0) A("kv_lora_rank", m.kv_lora_rank)
+  A("qk_nope_head_dim", m.qk_nope_head_dim) A("qk_rope_head_dim", m.qk_rope_head_dim)
+  -- Attention.Config.mscale scales the softmax by (0.1 mscale ln f + 1)^2
+  -- under yarn (deepseek_v3/model.py:86-88) and the rope is a pure
+  -- rotation (common/rope.py:59): transformers' mscale_all_dim, with
+  -- its cos/sin factor (hf.yarn_attention_factor) 1 only when mscale
+  -- equals it
+  local md = m.yarn_mscale_all_dim or 0
+  A("v_head_dim", m.v_head_dim) A("mscale", kind == "yarn" and md + 0.0 or routing.mscale)
+  A("dense_hidden_dim", m.ffn_hidden_size) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
+  A("num_shared_experts", shared // moe_h) A("router_top_k", m.experts_per_token)
+  A("router_score_func", (m.moe_router_bias and not m.moe_router_softmax_bias) and "sigmoid" or "softmax")
+  M.moe_router_args(m, flavor, routing, A, N)
+  A("attn_backend", "flex") A("moe_comm_backend", "standard") A("non_blocking_capacity_factor", nil)
+  R("dim", m.qk_rope_head_dim) R("max_context_length", ctx)
+  R("theta", (m.rope_theta or 0) > 0 and m.rope_theta + 0.0 or 10000.0)
+  if kind == "yarn" then
+    M.yarn_rope(m, R, N, 1.0, "ComplexRoPE is a pure rotation and Attention.Config.mscale sets only the " ..
+      "softmax scale")
+  end
+  if m.shared_expert_gate then
+    N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
+  end
+  if (m.index_n_heads or 0) > 0 then
+    N("NOT EXPRESSIBLE in TorchTitan", "DeepSeek Sparse Attention (the lightning indexer of " ..
+      m.index_n_heads .. " x " .. m.index_head_dim .. " and top-" .. m.index_topk .. " sparse attention): " ..
+      "HEAD b5bcd76c6's models have no indexer (torchtitan/models/deepseek_v3 attends densely); written " ..
+      "without it: no indexer weights, dense MLA attention, not the time and memory estimated")
+  end
+  if (m.mtp_layers or 0) > 0 then
+    N("NOTE", string.format("the model's %d multi-token-prediction module(s) are not trained in the " ..
+      "estimate: model_registry's num_mtp_layers stays 0", m.mtp_layers))
+  end
+  if m.qk_norm == false and (m.norm_eps or 0) > 0 then
+    N("NOTE", "the MLA latents' q_norm / kv_norm keep RMSNorm.Config's default eps")
+  end
+end
+
+--- HEAD's MoE model for an MoE model, when HEAD has its family
+-- (options.torchtitan.families, torchtitan b5bcd76c): gpt_oss for
+-- attention sinks (M.gptoss_layers), deepseek_v3 for multi-head latent
+-- attention (kv_lora_rank > 0, M.dsv3_layers), qwen3 for grouped-query
+-- attention with qk-norm (M.qwen3_moe_layers).  The flavour is the
+-- family's with the model's dim and vocab_size, else the family's
+-- default with the model's own head (M.family_flavor); the layers are the
+-- builder's with the model's numbers.  MoE layers interleaved with dense
+-- ones, tied embeddings, and what the family's block lacks
+-- (M.family_block_lacks; gpt_oss checks its own) refuse the family.
+-- @tparam table m model (num_experts > 0)
+-- @tparam integer ctx RoPE max_context_length (M.model_shape)
+-- @treturn table|nil `{family, fam, flavor, args = {{name, value}...},
+--   rope = {{name, value}...}, notes = {{kind, text}...}, own_head,
+--   no_expert_bias}`
+-- @treturn string|nil why HEAD cannot build it (nil: no family matches)
+function M.moe_model(m, ctx)
+  local family
+  if m.attention_sinks then family = "gpt_oss"
+  elseif (m.kv_lora_rank or 0) > 0 then family = "deepseek_v3"
+  elseif m.qk_norm then family = "qwen3" end
+  if not family then return nil end
+  local fam = TT.families[family]
+  local why, notes, args, rope = {}, {}, {}, {}
+  local function W(t) why[#why + 1] = t end
+  local function N(kind, text) notes[#notes + 1] = { kind, text } end
+  local function A(k, v) args[#args + 1] = { k, v } end
+  local function R(k, v) rope[#rope + 1] = { k, v } end
+  local flavor, own_head = M.family_flavor(fam, m, false)
+  if m.tie_word_embeddings then W("tied embeddings (HEAD's MoE flavours are untied)") end
   local pattern = require("apsearch.core").model_params(m).moe_pattern or {}
   local dense = 0
   while pattern[dense + 1] == 0 do dense = dense + 1 end
@@ -575,108 +875,14 @@ function M.moe_model(m, ctx)
     if pattern[i] ~= 1 then W("MoE layers interleaved with dense ones (the builders make the first " ..
       "n_dense_layers dense, the rest MoE)") break end
   end
-  local shared, moe_h = m.shared_expert_ffn_hidden_size or 0, m.moe_ffn_hidden_size
-  local notes = {}
-  local function N(kind, text) notes[#notes + 1] = { kind, text } end
-  local args, rope = {}, {}
-  local function A(k, v) args[#args + 1] = { k, v } end
-  local function R(k, v) rope[#rope + 1] = { k, v } end
-  local kind = m.rope_scaling_type or "none"
-  local theta = (m.rope_theta or 0) > 0 and m.rope_theta + 0.0 or 10000.0
-  if family == "qwen3" then
-    local hd = m.head_dim or m.hidden_size // m.num_attention_heads
-    if dense > 0 then W(dense .. " dense first layers (_build_qwen3_moe_layers makes every layer MoE)") end
-    if shared > 0 then W("shared experts (_build_qwen3_moe_layers has none)") end
-    if kind ~= "none" then W(kind .. " RoPE scaling (HEAD's Qwen3 RoPE is unscaled CosSinRoPE)") end
-    if #why > 0 then return nil, table.concat(why, "; ") end
-    A("fuse_qkv", true) A("n_layers", m.num_layers) A("dim", m.hidden_size)
-    A("n_heads", m.num_attention_heads) A("n_kv_heads", m.num_query_groups or m.num_attention_heads)
-    A("head_dim", hd) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
-    A("top_k", m.experts_per_token) A("attn_backend", "flex") A("moe_comm_backend", "standard")
-    R("dim", hd) R("max_context_length", ctx) R("theta", theta)
-    if m.moe_router_bias then
-      N("NOT EXPRESSIBLE in TorchTitan", "the router's expert bias: _build_qwen3_moe_layers routes by " ..
-        "softmax without one")
-    end
-    -- _build_qwen3_moe_layers: make_router_config(score_func="softmax",
-    -- route_norm=True), route_scale 1, no groups
-    if m.moe_router_pre_softmax then
-      N("NOT EXPRESSIBLE in TorchTitan", "norm_topk_prob = false (moe_router_pre_softmax): " ..
-        "_build_qwen3_moe_layers renormalises the top-k weights (route_norm=True)")
-    end
-    if (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor ~= 1 then
-      N("NOT EXPRESSIBLE in TorchTitan", "routed_scaling_factor " .. M.pyfloat(m.moe_router_topk_scaling_factor) ..
-        ": _build_qwen3_moe_layers' route_scale is 1")
-    end
-    if (m.moe_router_num_groups or 0) > 0 then
-      N("NOT EXPRESSIBLE in TorchTitan", "group-limited routing: _build_qwen3_moe_layers has no expert groups")
-    end
+  if family == "gpt_oss" then
+    M.gptoss_layers(m, fam, ctx, dense, W, A, R, N)
   else
-    local routing = flavor and fam.flavors[flavor].routing or {}
-    if shared > 0 and shared % moe_h ~= 0 then
-      W(string.format("a shared-expert width %d not a multiple of the expert width %d (num_shared_experts " ..
-        "x moe_hidden_dim)", shared, moe_h))
-    end
-    if kind ~= "none" and kind ~= "yarn" then W(kind .. " RoPE scaling (ComplexRoPE: none or yarn)") end
-    if #why > 0 then return nil, table.concat(why, "; ") end
-    A("n_layers", m.num_layers) A("n_dense_layers", dense) A("dim", m.hidden_size)
-    A("n_heads", m.num_attention_heads) A("q_lora_rank", m.q_lora_rank or 0) A("kv_lora_rank", m.kv_lora_rank)
-    A("qk_nope_head_dim", m.qk_nope_head_dim) A("qk_rope_head_dim", m.qk_rope_head_dim)
-    -- Attention.Config.mscale scales the softmax by (0.1 mscale ln f + 1)^2
-    -- under yarn (deepseek_v3/model.py:86-88) and the rope is a pure
-    -- rotation (common/rope.py:59): transformers' mscale_all_dim, with
-    -- its cos/sin factor (hf.yarn_attention_factor) 1 only when mscale
-    -- equals it
-    local md = m.yarn_mscale_all_dim or 0
-    A("v_head_dim", m.v_head_dim) A("mscale", kind == "yarn" and md + 0.0 or routing.mscale)
-    A("dense_hidden_dim", m.ffn_hidden_size) A("moe_hidden_dim", moe_h) A("num_experts", m.num_experts)
-    A("num_shared_experts", shared // moe_h) A("router_top_k", m.experts_per_token)
-    A("router_score_func", (m.moe_router_bias and not m.moe_router_softmax_bias) and "sigmoid" or "softmax")
-    M.moe_router_args(m, flavor, routing, A, N)
-    A("attn_backend", "flex") A("moe_comm_backend", "standard") A("non_blocking_capacity_factor", nil)
-    R("dim", m.qk_rope_head_dim) R("max_context_length", ctx) R("theta", theta)
-    if kind == "yarn" then
-      R("scaling", "yarn") R("rope_factor", (m.rope_scaling_factor or 1) + 0.0)
-      local hf = require "apsearch.hf"
-      R("beta_fast", hf.yarn_beta(m, "beta_fast"))
-      R("beta_slow", hf.yarn_beta(m, "beta_slow"))
-      -- the pre-scaling context as transformers takes it (hf.yarn_original:
-      -- max_position_embeddings when rope_scaling has none), never
-      -- RoPE.Config's own 4096; truncate false as gpt-oss's rope_scaling
-      local orig = hf.yarn_original(m)
-      if orig then
-        R("original_seq_len", orig)
-      else
-        N("NOT WRITTEN", "yarn original context: the model gives neither original_max_position_embeddings " ..
-          "nor max_position_embeddings; RoPE.Config's original_seq_len 4096 applies")
-      end
-      if m.yarn_no_truncate then R("truncate", false) end
-      local a = hf.yarn_attention_factor(m)
-      if a ~= 1 then
-        N("NOT EXPRESSIBLE in TorchTitan", string.format("yarn cos/sin factor %s (transformers' attention_factor " ..
-          "from factor %s, mscale %s, mscale_all_dim %s%s): ComplexRoPE is a pure rotation and Attention.Config." ..
-          "mscale sets only the softmax scale", M.pyfloat(a), M.pyfloat(m.rope_scaling_factor or 1),
-          M.pyfloat(m.yarn_mscale or 0), M.pyfloat(m.yarn_mscale_all_dim or 0),
-          (m.yarn_attention_factor or 0) > 0 and ", given outright" or ""))
-      end
-    end
-    if m.shared_expert_gate then
-      N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
-    end
-    if (m.index_n_heads or 0) > 0 then
-      N("NOT EXPRESSIBLE in TorchTitan", "DeepSeek Sparse Attention (the lightning indexer of " ..
-        m.index_n_heads .. " x " .. m.index_head_dim .. " and top-" .. m.index_topk .. " sparse attention): " ..
-        "HEAD b5bcd76c6's models have no indexer (torchtitan/models/deepseek_v3 attends densely); written " ..
-        "without it: no indexer weights, dense MLA attention, not the time and memory estimated")
-    end
-    if (m.mtp_layers or 0) > 0 then
-      N("NOTE", string.format("the model's %d multi-token-prediction module(s) are not trained in the " ..
-        "estimate: model_registry's num_mtp_layers stays 0", m.mtp_layers))
-    end
-    if m.qk_norm == false and (m.norm_eps or 0) > 0 then
-      N("NOTE", "the MLA latents' q_norm / kv_norm keep RMSNorm.Config's default eps")
-    end
+    M.family_block_lacks(m, W)
+    if family == "qwen3" then M.qwen3_moe_layers(m, ctx, dense, W, A, R, N)
+    else M.dsv3_layers(m, fam, flavor, ctx, dense, W, A, R, N) end
   end
+  if #why > 0 then return nil, table.concat(why, "; ") end
   if (m.moe_aux_loss_coeff or 0) > 0 then
     N("NOT EXPRESSIBLE in TorchTitan", "the load-balancing loss (coefficient " ..
       M.pyfloat(m.moe_aux_loss_coeff) .. "): HEAD's MoE has no auxiliary loss (load_balance_coeff is " ..
@@ -686,19 +892,24 @@ function M.moe_model(m, ctx)
     N("NOTE", "the router's expert bias: HEAD updates it with the MoE load-balancing hook " ..
       "(register_moe_load_balancing_hook, model_registry's post_optimizer_build_fn)")
   end
-  return { family = family, fam = fam, flavor = flavor, args = args, rope = rope, notes = notes, own_head = own_head }
+  return { family = family, fam = fam, flavor = flavor, args = args, rope = rope, notes = notes, own_head = own_head,
+    -- make_moe_config's load_balance_coeff 1e-3 adds an expert bias the
+    -- model does not route with (gpt_oss: the builder's argument)
+    no_expert_bias = family ~= "gpt_oss" and not m.moe_router_bias }
 end
 
---- The model's own embeddings, final norm and lm_head over an MoE family
--- flavour of another dim or vocabulary (M.moe_model's own_head), written
--- as the family's flavours write theirs (options.torchtitan.moe_families
--- head: deepseek_v3/__init__.py _16b, qwen3/__init__.py _30b_a3b at
--- torchtitan b5bcd76c); TorchTitan pads no vocabulary.
--- @tparam table mm M.moe_model's table
+--- The model's own embeddings, final norm and lm_head over a family
+-- flavour of another dim, vocabulary or tying (M.family_flavor's
+-- own_head), written as the family's flavours write theirs
+-- (options.torchtitan.families head: deepseek_v3/__init__.py _16b,
+-- qwen3/__init__.py _30b_a3b and _0_6b (tied: _EMBEDDING_SKIP_INIT,
+-- enable_weight_tying), gpt_oss/__init__.py _20b at torchtitan b5bcd76c);
+-- TorchTitan pads no vocabulary.
+-- @tparam table mm M.moe_model's or M.dense_family_model's table
 -- @tparam table m model
 -- @tparam table lines the function body (appended to)
 -- @tparam function import import(module, name)
-function M.moe_head_config(mm, m, lines, import)
+function M.family_head_config(mm, m, lines, import)
   local h, D, V = mm.fam.head, m.hidden_size, m.vocab_size
   local MF = TT.model["Llama3Model.Config"]
   assert(options.torchtitan_value_ok(MF.dim, D) and options.torchtitan_value_ok(MF.vocab_size, V),
@@ -709,19 +920,20 @@ function M.moe_head_config(mm, m, lines, import)
   local model = "    config.model_spec.model."
   L[#L + 1] = model .. "dim = " .. D
   L[#L + 1] = model .. "vocab_size = " .. V .. "  # TorchTitan pads no vocabulary"
+  if mm.tied then L[#L + 1] = model .. "enable_weight_tying = True" end
   L[#L + 1] = string.format("%stok_embeddings = Embedding.Config(num_embeddings=%d, embedding_dim=%d, param_init=%s)",
-    model, V, D, h.embedding_init)
+    model, V, D, mm.tied and h.tied_embedding_init or h.embedding_init)
   L[#L + 1] = model .. "norm = " .. h.norm:format(D)
   L[#L + 1] = string.format("%slm_head = Linear.Config(in_features=%d, out_features=%d, param_init=%s)", model, D, V,
     h.lm_head_init:gsub("%%d", tostring(D)))
 end
 
---- `config.model_spec.model.layers = <builder>(...)`: HEAD's MoE layers
--- with the model's numbers (M.moe_model), every argument checked against
--- options.torchtitan.moe_families.
--- @tparam table mm M.moe_model's table
+--- `config.model_spec.model.layers = <builder>(...)`: a family's layers
+-- with the model's numbers (M.moe_model, M.dense_family_model), every
+-- argument checked against options.torchtitan.families.
+-- @tparam table mm M.moe_model's or M.dense_family_model's table
 -- @tparam table lines (appended to)
-function M.moe_layers_config(mm, lines)
+function M.family_layers_config(mm, lines)
   local fam = mm.fam
   local function lit(fact, name, v)
     if v == nil then return "None" end
@@ -747,15 +959,18 @@ end
 -- @tparam table lines the function body (appended to)
 -- @tparam function N note writer
 -- @tparam boolean flavored HEAD's llama3 flavour built as is
--- @tparam boolean eps_only the norm epsilon only (an MoE family's model,
---   M.moe_model, whose builder took the RoPE; its layers have no biases)
-function M.model_numerics(m, lines, N, flavored, eps_only)
+-- @tparam table|nil mm a family's model (M.moe_model,
+--   M.dense_family_model), whose builder took the RoPE and has no biases:
+--   the norm epsilons only (the qk-norm's too), and no expert bias where
+--   the model routes without one (mm.no_expert_bias)
+function M.model_numerics(m, lines, N, flavored, mm)
   local LF = TT.layer_fields
   local body = {}
+  local eps_only = mm ~= nil
   local function S(path, value, comment)
     local fact = assert(LF[path], "torchtitan: layer field not in the list: " .. path)
     assert(options.torchtitan_value_ok(fact, value), "torchtitan: layer." .. path .. " = " .. tostring(value))
-    local lit = fact.type == "float" and M.pyfloat(value) or M.py(value)
+    local lit = value == nil and "None" or fact.type == "float" and M.pyfloat(value) or M.py(value)
     body[#body + 1] = string.format("        layer.%s = %s%s", path, lit, comment and ("  # " .. comment) or "")
   end
   local theta = m.rope_theta or 0
@@ -798,17 +1013,26 @@ function M.model_numerics(m, lines, N, flavored, eps_only)
   if eps > 0 then
     S("attention_norm.eps", eps + 0.0)
     S("ffn_norm.eps", eps + 0.0)
+    if mm and mm.fam.qk_norm then S("attention.qk_norm.eps", eps + 0.0) end
   end
-  -- the model's linear biases (the flavours have none)
-  if m.qkv_bias then S("attention.qkv_linear.wqkv.bias", true, "the model's q, k, v biases") end
-  if m.attn_out_bias then S("attention.wo.bias", true) end
-  if m.mlp_bias then
-    S("feed_forward.w1.bias", true)
-    S("feed_forward.w2.bias", true)
-    S("feed_forward.w3.bias", true)
+  if mm and mm.no_expert_bias then
+    S("moe.load_balance_coeff", nil, "no expert bias: the model routes without one (make_moe_config's 1e-3 adds it)")
+  end
+  -- the model's linear biases (the llama3 flavours have none; a family's
+  -- builder has the ones it has, M.family_block_lacks / M.gptoss_layers)
+  if not eps_only then
+    if m.qkv_bias then S("attention.qkv_linear.wqkv.bias", true, "the model's q, k, v biases") end
+    if m.attn_out_bias then S("attention.wo.bias", true) end
+    if m.mlp_bias then
+      S("feed_forward.w1.bias", true)
+      S("feed_forward.w2.bias", true)
+      S("feed_forward.w3.bias", true)
+    end
   end
   if #body > 0 then
-    lines[#lines + 1] = "    # the model's RoPE, norm epsilon and biases on every layer's own config"
+    lines[#lines + 1] = not eps_only and "    # the model's RoPE, norm epsilon and biases on every layer's own config" or
+      mm.no_expert_bias and "    # the model's norm epsilons and routing on every layer's own config" or
+      "    # the model's norm epsilons on every layer's own config"
     lines[#lines + 1] = "    for layer in config.model_spec.model.layers:"
     for _, l in ipairs(body) do lines[#lines + 1] = l end
   end
@@ -819,17 +1043,17 @@ function M.model_numerics(m, lines, N, flavored, eps_only)
   end
 end
 
+--- Why a TorchTitan file cannot train with dropout: no model it writes
+-- has any (torchtitan/models/llama3, qwen3, deepseek_v3, gpt_oss and
+-- models/common @ b5bcd76c name no dropout; nor do the releases' llama3).
+M.NO_DROPOUT = "TorchTitan's llama3, qwen3, deepseek_v3 and gpt_oss models have no dropout"
+
 --- Renders the config module, or for a context whose torchtitan_version
 -- is a release, that release's TOML job file
 -- (apsearch.launch.torchtitan_toml).
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
 -- @treturn table notes
---- Why a TorchTitan file cannot train with dropout: no model it writes
--- has any (torchtitan/models/llama3, qwen3, deepseek_v3 and models/common
--- @ b5bcd76c name no dropout; nor do the releases' llama3).
-M.NO_DROPOUT = "TorchTitan's llama3, qwen3 and deepseek_v3 models have no dropout"
-
 function M.render(c)
   -- a release: its TOML job file (apsearch.launch.torchtitan_toml)
   if c.torchtitan_version and c.torchtitan_version ~= require("apsearch.launch").TORCHTITAN_HEAD then
@@ -876,9 +1100,11 @@ function M.render(c)
   -- model: HEAD's llama3 flavour when its shape is the model's, else the
   -- model's own shape on the flavours' builder (M.model_shape)
   local shape, flavor, mnotes = M.model_shape(m, seq, pp)
-  -- an MoE model of a family HEAD has: that family's model (M.moe_model)
+  -- a model of a family HEAD has: that family's model (M.moe_model,
+  -- M.dense_family_model)
   local mm, mm_why
-  if (m.num_experts or 0) > 0 then mm, mm_why = M.moe_model(m, shape.max_context_length) end
+  if (m.num_experts or 0) > 0 then mm, mm_why = M.moe_model(m, shape.max_context_length)
+  else mm = M.dense_family_model(m, shape.max_context_length, pp) end
   for _, n in ipairs(mm and mm.notes or mnotes) do N(n[1], n[2]) end
   if mm then
     -- model_shape's notes are about HEAD's llama3 builder; keep its context one
@@ -941,21 +1167,22 @@ function M.render(c)
 
   lines[#lines + 1] = string.format("    config = %s()", base)
   if mm then
+    local label = mm.fam.module:match("([%w_]+)$") .. (mm.fam.moe and " MoE" or "")
     if mm.own_head then
-      lines[#lines + 1] = string.format("    # %s: HEAD's %s MoE model; flavour %s gives the ModelSpec, the " ..
-        "embeddings, final norm and lm_head (dim %d, vocab %d) and the layers are the model's", tostring(m.name),
-        mm.family, mm.flavor, m.hidden_size, m.vocab_size)
+      lines[#lines + 1] = string.format("    # %s: HEAD's %s model; flavour %s gives the ModelSpec; the " ..
+        "embeddings, final norm and lm_head (dim %d, vocab %d%s) and the layers are the model's", tostring(m.name),
+        label, mm.flavor, m.hidden_size, m.vocab_size, mm.tied and ", tied" or "")
     else
-      lines[#lines + 1] = string.format("    # %s: HEAD's %s MoE model; flavour %s gives the ModelSpec, embeddings, " ..
-        "final norm and lm_head (dim %d, vocab %d), the layers are the model's", tostring(m.name), mm.family,
+      lines[#lines + 1] = string.format("    # %s: HEAD's %s model; flavour %s gives the ModelSpec, embeddings, " ..
+        "final norm and lm_head (dim %d, vocab %d), the layers are the model's", tostring(m.name), label,
         mm.flavor, m.hidden_size, m.vocab_size)
     end
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s)", M.py(mm.flavor))
     F("model_spec.flavor", tostring(m.name))
-    if mm.own_head then M.moe_head_config(mm, m, lines, import) end
+    if mm.own_head then M.family_head_config(mm, m, lines, import) end
     import(mm.fam.module, mm.fam.builder)
     import("torchtitan.models.common", mm.fam.rope:match("^(%w+)"))
-    M.moe_layers_config(mm, lines)
+    M.family_layers_config(mm, lines)
     if conv then
       lines[#lines + 1] = "    config.model_spec.model = " .. conv ..
         ".build().convert(config.model_spec.model)  # as model_registry applies converters"
@@ -978,7 +1205,7 @@ function M.render(c)
   end
   M.loss_config(tr, lines, import)
 
-  M.model_numerics(m, lines, N, flavor ~= nil, mm ~= nil)
+  M.model_numerics(m, lines, N, flavor ~= nil, mm)
 
   -- batch
   F("training.num_tokens_per_microbatch_per_dp_rank", b * seq, string.format("%d x %d tokens", b, seq))
@@ -1089,7 +1316,7 @@ function M.render(c)
     end
   end
 
-  if (m.num_experts or 0) > 0 then M.moe_fields(c, F, N, mm, mm_why) end
+  if (m.num_experts or 0) > 0 then M.moe_fields(c, F, N, mm and mm.fam.moe and mm, mm_why) end
 
   -- compile
   -- the model (torch_compile) and the loss (compile_loss, else as the

@@ -821,6 +821,11 @@ describe("launch configs", function()
     assert.truthy(by.torchtitan.text:find("NOT EXPRESSIBLE in TorchTitan: cp_comm_type = a2a: TorchTitan's " ..
       "context parallelism is ring attention", 1, true))
     assert.truthy(by.mindformers.text:find('context_parallel_algo: "ulysses_cp"', 1, true))
+    -- MindFormers' YAMLs: device_target "Ascend" (only supports "Ascend"):
+    -- the file says its header's estimate is of the cluster's GPUs
+    assert.truthy(by.mindformers.text:find("# NOTE: MindFormers runs on Ascend NPUs only (context.device_target " ..
+      '"Ascend"); the estimate above is of ' .. r.inputs.cluster.device.name .. ", so this file carries the layout",
+      1, true))
     -- the release's TOML: its rotate methods are ring attention too
     r.inputs.torchtitan_version = "v0.2.2"
     for _, f in ipairs(launch.render_all(r)) do

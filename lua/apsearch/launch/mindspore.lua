@@ -440,6 +440,13 @@ function M.intermediate_size(m)
   return m.ffn_hidden_size
 end
 
+--- The note every MindFormers file carries: MindFormers trains on Ascend
+-- NPUs only (its YAMLs' context.device_target, "only supports Ascend"),
+-- and the estimate in the file's header is of the cluster's own devices.
+M.ASCEND_ONLY = "MindFormers runs on Ascend NPUs only (context.device_target \"Ascend\"); the estimate above " ..
+  "is of %s, so this file carries the layout (parallel degrees, stages, recompute), not the estimated step " ..
+  "time or memory"
+
 --- Renders the YAML.
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
@@ -715,6 +722,10 @@ function M.render(c)
     N("NOT EXPRESSIBLE in MindFormers", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end
   K("model.model_config.use_flash_attention", tr.flash_attention ~= false)
+  -- configs/qwen3/pretrain_qwen3_32b_4k.yaml @ fd4deebc: device_target
+  -- "Ascend" (only supports "Ascend"); no device apsearch models is one
+  local dev = c.cluster.device
+  N("NOTE", M.ASCEND_ONLY:format(type(dev) == "table" and dev.name or "the cluster's devices"))
 
   local out = {}
   for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end

@@ -109,7 +109,9 @@ end
 -- text, comments, differs, stages}` per rank.
 local function files(example, opts)
   local p = policy.load(ROOT .. "/examples/" .. example, opts)
-  p.torchtitan_version = TAG
+  -- as --torchtitan-version: the target recorded, the release line's
+  -- settings where the policy does not say (v0.2.2: one cross entropy)
+  require("apsearch.cli").add_launchable(p, nil, TAG)
   local r = search.run(p)
   assert.is_true(#r.top_k_strategies > 0, "no feasible strategy")
   local out = {}

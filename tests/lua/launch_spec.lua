@@ -2336,6 +2336,8 @@ describe("launch configs", function()
     -- qk-norm: the 32B flavour, HEAD's qwen3 layers, nothing NOT written
     local t, text = titan("qwen3-32b", 1)
     assert.are.same({ "qwen3_32b", "32B", "_build_qwen3_layers" }, { t.base, t.flavor, t.family_layers.ctor })
+    -- the fsdp2 estimate's loss: 8 chunks (a result records loss_chunks 0)
+    assert.truthy(text:find("config.loss = ChunkedLossWrapper.Config(num_chunks=8,", 1, true), text)
     assert.are.same({ 128, 25600, 8 }, { t.family_layers.args.head_dim, t.family_layers.args.hidden_dim,
       t.family_layers.args.n_kv_heads })
     assert.are.equal(1e-6, t.layer_fields["attention.qk_norm.eps"])
@@ -2421,13 +2423,19 @@ describe("TorchTitan loss", function()
     tt.loss_config(training, lines, function(mod, name) imported[#imported + 1] = mod .. "." .. name end)
     return lines, imported
   end
-  it("is ChunkedLossWrapper with the estimate's chunks (8 by default, as HEAD's config functions)", function()
-    local lines, imported = loss_lines({})
+  -- src/core/recipe.c aps_recipe_loss_chunks: 0 (a result's "the
+  -- framework's") is the profile's, 8 for fsdp2 (profile.c), else 1
+  it("is ChunkedLossWrapper with the estimate's chunks (fsdp2: 8 by default, as HEAD's config functions)", function()
+    local lines, imported = loss_lines({ framework = "fsdp2", loss_chunks = 0 })
     assert.are.same({ "    config.loss = ChunkedLossWrapper.Config(num_chunks=8, " ..
       "loss_fn=CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(config.model_spec)))" }, lines)
     assert.truthy(table.concat(imported, " "):find("torchtitan.components.loss.ChunkedLossWrapper", 1, true))
+    assert.are.same(lines, (loss_lines({ framework = "fsdp2" })))
     lines = loss_lines({ loss_chunks = 4 })
     assert.truthy(lines[1]:find("num_chunks=4,", 1, true), lines[1])
+    -- another framework's estimate: one cross entropy, as it priced
+    lines = loss_lines({ framework = "megatron", loss_chunks = 0 })
+    assert.is_nil(lines[1]:find("ChunkedLossWrapper", 1, true), lines[1])
   end)
   it("is one CrossEntropyLoss with training.loss_chunks = 1", function()
     local lines, imported = loss_lines({ loss_chunks = 1 })

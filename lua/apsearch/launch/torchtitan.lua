@@ -81,9 +81,9 @@ local options = require "apsearch.launch.options"
 
 local M = {}
 
---- The loss as the estimate prices it (training.loss_chunks, default 8 as
--- TorchTitan HEAD's config functions: ChunkedLossWrapper, one chunk's
--- logits at a time; 1: one CrossEntropyLoss over the micro-batch).
+--- The loss as the estimate prices it (M.loss_chunks: ChunkedLossWrapper,
+-- one chunk's logits at a time, as TorchTitan HEAD's config functions; 1:
+-- one CrossEntropyLoss over the micro-batch).
 -- @tparam table tr the result's training table
 -- @tparam table lines the config function's lines (appended to)
 -- @tparam function import adds a `from module import name`
@@ -91,7 +91,7 @@ function M.loss_config(tr, lines, import)
   import("torchtitan.components.loss", "CrossEntropyLoss")
   import("torchtitan.models.common.config_utils", "decoder_vocab_size")
   local ce = "CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(config.model_spec))"
-  local chunks = tr.loss_chunks or M.DEFAULT_LOSS_CHUNKS
+  local chunks = M.loss_chunks(tr)
   if chunks <= 1 then
     lines[#lines + 1] = "    config.loss = " .. ce
     return
@@ -106,6 +106,19 @@ end
 -- (src/core/profile.c APS_TORCHTITAN_LOSS_CHUNKS) when the training table
 -- does not say.
 M.DEFAULT_LOSS_CHUNKS = 8
+
+--- The loss chunks the estimate priced, as src/core/recipe.c
+-- aps_recipe_loss_chunks takes them: training.loss_chunks when given
+-- (> 0; a result records 0 for "the framework's"), else the framework
+-- profile's: fsdp2 M.DEFAULT_LOSS_CHUNKS, every other framework 1 (one
+-- cross entropy, src/core/profile.c).
+-- @tparam table tr the result's training table
+-- @treturn integer >= 1
+function M.loss_chunks(tr)
+  local c = tr.loss_chunks or 0
+  if c > 0 then return c end
+  return tr.framework == "fsdp2" and M.DEFAULT_LOSS_CHUNKS or 1
+end
 
 
 local TT = options.torchtitan
@@ -765,9 +778,10 @@ function M.qwen3_moe_layers(m, ctx, dense, W, A, R, N)
   A("head_dim", hd) A("moe_hidden_dim", m.moe_ffn_hidden_size) A("num_experts", m.num_experts)
   A("top_k", m.experts_per_token) A("attn_backend", "flex") A("moe_comm_backend", "standard")
   R("dim", hd) R("max_context_length", ctx) R("theta", (m.rope_theta or 0) > 0 and m.rope_theta + 0.0 or 10000.0)
-  if m.moe_router_bias then
-    N("NOT EXPRESSIBLE in TorchTitan", "the router's expert bias: _build_qwen3_moe_layers routes by " ..
-      "softmax without one")
+  -- the expert bias itself is make_moe_config's (load_balance_coeff 1e-3)
+  if m.moe_router_bias and not m.moe_router_softmax_bias then
+    N("NOT EXPRESSIBLE in TorchTitan", "sigmoid router scores: _build_qwen3_moe_layers scores by softmax " ..
+      "(make_router_config score_func=\"softmax\"; its expert bias is make_moe_config's load_balance_coeff)")
   end
   M.softmax_router_notes(m, "_build_qwen3_moe_layers", N)
   M.qwen3_attention_notes(m, N)

@@ -59,11 +59,6 @@ local M = {}
 --- The releases this writer targets, newest first.
 M.releases = { "v0.2.2" }
 
---- The chunks of TorchTitan HEAD's loss (ChunkedLossWrapper's default,
--- the fsdp2 estimate's: src/core/profile.c APS_TORCHTITAN_LOSS_CHUNKS);
--- the releases of M.releases have none (one cross entropy).
-M.HEAD_LOSS_CHUNKS = 8
-
 --- Tolerance for the model's float numerics against a flavour's (RoPE
 -- theta, scaling factors, norm epsilon), relative.
 M.NUMERIC_RTOL = 1e-9
@@ -266,7 +261,7 @@ function M.render(c, tag)
   -- (components/loss.py of v0.2.2: cross_entropy_loss; ChunkedLossWrapper
   -- came with 786e26f8e, 2026-04-27); an estimate of a chunked loss (the
   -- fsdp2 default, 8) holds less than the release will
-  local chunks = tr.loss_chunks or (tr.framework == "fsdp2" and M.HEAD_LOSS_CHUNKS or 1)
+  local chunks = titan.loss_chunks(tr)
   if chunks > 1 then
     N(NE, string.format("the chunked loss the estimate prices (loss_chunks = %d): the release's loss is " ..
       "one cross entropy over the whole micro-batch's logits (set training.loss_chunks = 1)", chunks))

@@ -283,6 +283,11 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     fs = files(LLAMA8, { set = { "training.loss_chunks=8" } })
     assert.truthy(table.concat(fs[1].differs, "\n"):find("NOT EXPRESSIBLE in TorchTitan v0.2.2: the chunked loss " ..
       "the estimate prices (loss_chunks = 8)", 1, true))
+    -- a GeGLU MLP (Gemma's): the release's FeedForward gates with SiLU
+    -- (torchtitan.block_lacks, shared with HEAD's family checks)
+    fs = files(LLAMA8, { set = { "model.glu_activation=gelu" } })
+    assert.truthy(table.concat(fs[1].differs, "\n"):find("NOT EXPRESSIBLE in TorchTitan v0.2.2: gelu-gated MLP " ..
+      "(FeedForward and GroupedExperts gate with SiLU)", 1, true), table.concat(fs[1].differs, "\n"))
     fs = files(LLAMA8, { set = { "training.precision=nvfp4", "cluster.device=b200" } })
     assert.truthy(fs[1].differs[1]:find("^NOT EXPRESSIBLE in TorchTitan v0.2.2: nvfp4"))
     assert.is_nil(fs[1].toml.model.converters)

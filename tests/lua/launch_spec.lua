@@ -2342,6 +2342,16 @@ describe("launch configs", function()
       t.family_layers.args.n_kv_heads })
     assert.are.equal(1e-6, t.layer_fields["attention.qk_norm.eps"])
     assert.is_nil(text:find("# NOT ", 1, true), text)
+    -- chunked attention beyond its chunk (launch.llama4_features at the
+    -- training seq_length): the qwen3 builder attends over the whole
+    -- context, so no family; within one chunk it is the same attention
+    local tt = require "apsearch.launch.torchtitan"
+    local q = require("apsearch.hf").load(ROOT .. "/examples/models/qwen3-32b.json")
+    q.attention_chunk_size = 4096
+    local none, chunk_why = tt.dense_family_model(q, 40960, 1, 8192)
+    assert.is_nil(none)
+    assert.are.equal("chunked attention (4096-token chunks, attention_chunk_size) at seq_length 8192", chunk_why)
+    assert.is_truthy(tt.dense_family_model(q, 40960, 1, 4096))
     -- Qwen3-1.7B: the tied 1.7B flavour; with PP, untied on the 32B
     -- flavour's ModelSpec with the model's own head, and said so
     t, text = titan("qwen3-1.7b", 1)

@@ -561,29 +561,46 @@ function M.family_flavor(fam, m, tied)
   return fam.default_flavor, true
 end
 
---- What a decoder block of every non-llama3 family this module writes
--- lacks (qwen3, deepseek_v3: RMSNorm, SwiGLU, no biases, full causal
--- attention, RoPE on every layer), each a reason the family cannot
--- build the model.
+--- What none of the TorchTitan decoder blocks apsearch writes has (HEAD's
+-- llama3, qwen3 and deepseek_v3 blocks, models/common @ b5bcd76c, and the
+-- releases' llama3: SwiGLU gated by SiLU, RMSNorm without a bias, RoPE in
+-- every attention layer, causal attention over the whole context, no
+-- Mamba-2 or Gated DeltaNet mixer; launch.llama_block_features,
+-- launch.llama4_features), each a short phrase.
 -- @tparam table m model
--- @tparam function W reason writer
-function M.family_block_lacks(m, W)
-  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then W("linear biases (the builders have none)") end
-  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " MLP (HEAD's FeedForward and GroupedExperts are SwiGLU)") end
+-- @tparam integer|nil seq training seq_length (chunked attention counts
+--   beyond its chunk, launch.llama4_features; nil: unknown)
+-- @treturn table phrases (empty: none)
+function M.block_lacks(m, seq)
+  local out = {}
+  local function W(t) out[#out + 1] = t end
+  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " MLP (FeedForward and GroupedExperts are SwiGLU)") end
   if (m.glu_activation or "silu") ~= "silu" then
-    W(tostring(m.glu_activation) .. "-gated MLP (HEAD's FeedForward and GroupedExperts gate with SiLU)")
+    W(tostring(m.glu_activation) .. "-gated MLP (FeedForward and GroupedExperts gate with SiLU)")
   end
-  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (the builders use RMSNorm)") end
-  if m.norm_bias then W("norm biases (RMSNorm.Config has none)") end
-  if (m.sliding_window or 0) > 0 then W("a sliding window") end
+  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (the blocks use RMSNorm)") end
+  if m.norm_bias then W("norm biases (RMSNorm has none)") end
+  if (m.sliding_window or 0) > 0 then W("a sliding window (causal attention over the whole context)") end
   if m.position_embedding and m.position_embedding ~= "rope" then
-    W(tostring(m.position_embedding) .. " positions (the builders apply RoPE in every attention layer)")
+    W(tostring(m.position_embedding) .. " positions (RoPE in every attention layer)")
   end
-  if m.hybrid_layer_pattern then W("hybrid Mamba-2 layers") end
+  if m.hybrid_layer_pattern then W("hybrid Mamba-2 layers (no Mamba-2 model)") end
   local launch = require "apsearch.launch"
-  if launch.has_gated_deltanet(m) then W("Gated DeltaNet layers") end
+  if launch.has_gated_deltanet(m) then W("Gated DeltaNet layers (no Gated DeltaNet model)") end
   for _, what in ipairs(launch.llama_block_features(m)) do W(what) end
-  for _, what in ipairs(launch.llama4_features(m, 0)) do W(what) end
+  for _, what in ipairs(launch.llama4_features(m, seq or 0)) do W(what) end
+  return out
+end
+
+--- What a decoder block of the qwen3 and deepseek_v3 families lacks
+-- (M.block_lacks, and linear biases: their builders have none), each a
+-- reason the family cannot build the model.
+-- @tparam table m model
+-- @tparam integer|nil seq training seq_length (M.block_lacks)
+-- @tparam function W reason writer
+function M.family_block_lacks(m, seq, W)
+  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then W("linear biases (the builders have none)") end
+  for _, what in ipairs(M.block_lacks(m, seq)) do W(what) end
 end
 
 --- What HEAD's qwen3 attention (make_gqa_config with qk_norm =
@@ -668,9 +685,10 @@ end
 -- @tparam table m model (no experts)
 -- @tparam integer ctx RoPE max_context_length (M.model_shape)
 -- @tparam integer pp pipeline degree
+-- @tparam[opt] integer seq training seq_length (M.family_block_lacks)
 -- @treturn table|nil as M.moe_model's
 -- @treturn string|nil why the family cannot build it (nil: not the family)
-function M.dense_family_model(m, ctx, pp)
+function M.dense_family_model(m, ctx, pp, seq)
   if not m.qk_norm or (m.num_experts or 0) > 0 or (m.kv_lora_rank or 0) > 0 then return nil end
   local fam = TT.families.qwen3_dense
   local why, notes, args, rope = {}, {}, {}, {}
@@ -678,7 +696,7 @@ function M.dense_family_model(m, ctx, pp)
   local function N(kind, text) notes[#notes + 1] = { kind, text } end
   local function A(k, v) args[#args + 1] = { k, v } end
   local function R(k, v) rope[#rope + 1] = { k, v } end
-  M.family_block_lacks(m, W)
+  M.family_block_lacks(m, seq, W)
   local kind = m.rope_scaling_type or "none"
   if kind ~= "none" then W(kind .. " RoPE scaling (HEAD's Qwen3 RoPE is unscaled CosSinRoPE)") end
   if #why > 0 then return nil, table.concat(why, "; ") end
@@ -864,11 +882,12 @@ end
 -- (M.family_block_lacks; gpt_oss checks its own) refuse the family.
 -- @tparam table m model (num_experts > 0)
 -- @tparam integer ctx RoPE max_context_length (M.model_shape)
+-- @tparam[opt] integer seq training seq_length (M.family_block_lacks)
 -- @treturn table|nil `{family, fam, flavor, args = {{name, value}...},
 --   rope = {{name, value}...}, notes = {{kind, text}...}, own_head,
 --   no_expert_bias}`
 -- @treturn string|nil why HEAD cannot build it (nil: no family matches)
-function M.moe_model(m, ctx)
+function M.moe_model(m, ctx, seq)
   local family
   if m.attention_sinks then family = "gpt_oss"
   elseif (m.kv_lora_rank or 0) > 0 then family = "deepseek_v3"
@@ -892,7 +911,7 @@ function M.moe_model(m, ctx)
   if family == "gpt_oss" then
     M.gptoss_layers(m, fam, ctx, dense, W, A, R, N)
   else
-    M.family_block_lacks(m, W)
+    M.family_block_lacks(m, seq, W)
     if family == "qwen3" then M.qwen3_moe_layers(m, ctx, dense, W, A, R, N)
     else M.dsv3_layers(m, fam, flavor, ctx, dense, W, A, R, N) end
   end
@@ -1117,8 +1136,8 @@ function M.render(c)
   -- a model of a family HEAD has: that family's model (M.moe_model,
   -- M.dense_family_model)
   local mm, mm_why
-  if (m.num_experts or 0) > 0 then mm, mm_why = M.moe_model(m, shape.max_context_length)
-  else mm = M.dense_family_model(m, shape.max_context_length, pp) end
+  if (m.num_experts or 0) > 0 then mm, mm_why = M.moe_model(m, shape.max_context_length, seq)
+  else mm = M.dense_family_model(m, shape.max_context_length, pp, seq) end
   for _, n in ipairs(mm and mm.notes or mnotes) do N(n[1], n[2]) end
   if mm then
     -- model_shape's notes are about HEAD's llama3 builder; keep its context one

@@ -108,10 +108,12 @@ end
 -- features) when the model is not exactly one of them.
 -- @tparam table rel an entry of options.torchtitan_releases
 -- @tparam table m model
+-- @tparam[opt] integer seq training seq_length (chunked attention counts
+--   beyond its chunk; nil: unknown)
 -- @treturn string flavour written (the matching one, else the named size,
 --   else the one with the model's layer count and most shape fields, else 8B)
 -- @treturn table differences, text each (empty when the model is the flavour)
-function M.flavor(rel, m)
+function M.flavor(rel, m, seq)
   local H, nh = m.hidden_size, m.num_attention_heads
   local shape = { dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
     hidden_dim = m.ffn_hidden_size }
@@ -180,22 +182,10 @@ function M.flavor(rel, m)
     D(string.format("norm epsilon %s: the flavours' is %s", tostring(m.norm_eps), tostring(fc.norm_eps)))
   end
   if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
-  if m.mlp and m.mlp ~= "swiglu" then D(tostring(m.mlp) .. " MLP: the flavours' is SwiGLU") end
-  if m.norm and m.norm ~= "rmsnorm" then D(tostring(m.norm) .. ": the flavours' is RMSNorm") end
-  if m.norm_bias then D("norm biases: RMSNorm has none") end
   if m.qk_norm then D("qk-norm: the llama3 model has none") end
-  if (m.sliding_window or 0) > 0 then D("a sliding window: the llama3 model attends causally over the context") end
-  if m.position_embedding and m.position_embedding ~= "rope" then
-    D(tostring(m.position_embedding) .. " positions: the llama3 model applies RoPE")
-  end
-  if m.hybrid_layer_pattern then D("the hybrid Mamba-2 layers: the release has no Mamba-2 model") end
-  -- (Kimi Delta Attention, LFM2's short convolutions: launch.LLAMA_BLOCK_LACKS below)
-  if require("apsearch.launch").has_gated_deltanet(m) then
-    D("the Gated DeltaNet layers (Qwen3-Next): the release has no Gated DeltaNet model")
-  end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
-  for _, what in ipairs(require("apsearch.launch").llama_block_features(m)) do D(what) end
-  for _, what in ipairs(require("apsearch.launch").llama4_features(m, 0)) do D(what) end
+  -- what no TorchTitan block has (GeGLU, LayerNorm, windows, Mamba-2, ...)
+  for _, what in ipairs(require("apsearch.launch.torchtitan").block_lacks(m, seq)) do D(what) end
   return flavor, diffs
 end
 
@@ -271,7 +261,7 @@ function M.render(c, tag)
 
   -- model
   K("model.name", M.MODEL_NAME)
-  local flavor, diffs = M.flavor(rel, m)
+  local flavor, diffs = M.flavor(rel, m, seq)
   if (m.num_experts or 0) > 0 then
     N("NOT WRITTEN", string.format("the %d-expert MoE model: this file names the release's llama3 (dense) " ..
       "flavour %s; start from the release's MoE job files (torchtitan/models/deepseek_v3, qwen3, llama4 " ..

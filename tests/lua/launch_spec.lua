@@ -12,6 +12,7 @@ local search = require "apsearch.search"
 local launch = require "apsearch.launch"
 local options = require "apsearch.launch.options"
 local mindspore = require "apsearch.launch.mindspore"
+local mcore = require "apsearch.launch.mindspore_mcore"
 
 local ROOT = os.getenv("APS_ROOT") or "."
 
@@ -464,6 +465,17 @@ end
 -- a YAML value against a MindFormers fact (apsearch.launch.options)
 mf_value_ok = function(spec, v)
   local t = spec.type
+  if v == "null" then return spec.null == true end
+  if t == "strings" or t == "floats" then
+    local body = v:match("^%[(.*)%]$")
+    if not body then return false end
+    for item in body:gmatch("[^,]+") do
+      local ok = mf_value_ok({ type = t == "strings" and "string" or "float", values = spec.values },
+        item:match("^%s*(.-)%s*$"))
+      if not ok then return false end
+    end
+    return true
+  end
   if t == "bool" then return v == "True" or v == "False" end
   if t == "int" then
     local n = math.tointeger(tonumber(v))
@@ -547,7 +559,7 @@ end
 -- YAML's offset, pp_interleave_num and recompute
 local function layer_setting(y, layers)
   local mc, pc = y.model.model_config, y.parallel_config
-  local L, p = mc.num_layers or layers, pc.pipeline_stage
+  local L, p = mc.num_layers or layers, pc.pipeline_stage   -- layers: num_hidden_layers + MTP layers
   local interleave = y.parallel and y.parallel.pipeline_config and y.parallel.pipeline_config.pipeline_interleave
   local v = interleave and (mc.pp_interleave_num or 1) or 1
   local off = mc.offset
@@ -687,10 +699,26 @@ local function check_all(r)
       assert.are.equal(rec.vpp_degree, mc.pp_interleave_num or 1)
       assert.are.equal(tr.seq_length, mc.seq_length)
       local shapes = #mindspore.shape_lacks(m) == 0
-      -- a model LlamaConfig cannot hold: no architecture key, and the note
-      assert.are.equal(shapes, f.text:find("\n# NOT WRITTEN: the model's architecture", 1, true) == nil)
+      -- else MindFormers' qwen3 / qwen3_moe / deepseek_v3 model (use_legacy False)
+      local fam, fam_lacks = mcore.family(m, tr.seq_length)
+      local mcore_ok = not shapes and #fam_lacks == 0
+      -- a model neither holds: no architecture key, and the note
+      assert.are.equal(shapes or mcore_ok, f.text:find("\n# NOT WRITTEN: the model's architecture", 1, true) == nil)
       assert.are.equal(shapes, mc.type == "LlamaConfig")
+      assert.are.equal(mcore_ok and fam or nil, mc.model_type)
       if shapes and (m.num_experts or 0) > 0 then assert.is_table(y.moe_config) end
+      if mcore_ok then
+        assert.is_false(y.use_legacy)
+        assert.is_nil(y.moe_config)
+        assert.are.same({ m.num_layers, m.hidden_size, m.num_attention_heads, m.num_query_groups, m.ffn_hidden_size,
+          m.vocab_size }, { mc.num_hidden_layers, mc.hidden_size, mc.num_attention_heads, mc.num_key_value_heads,
+          mc.intermediate_size, mc.vocab_size })
+        if (m.num_experts or 0) > 0 then
+          assert.are.equal(m.num_experts, mc.num_experts or mc.n_routed_experts)
+          assert.are.equal(m.moe_ffn_hidden_size, mc.moe_intermediate_size)
+          assert.are.equal(rec.ep_degree, pc.expert_parallel)
+        end
+      end
       if shapes then
         assert.are.equal(m.num_layers, mc.num_layers)
         assert.are.equal(m.hidden_size, mc.hidden_size)
@@ -698,16 +726,20 @@ local function check_all(r)
         assert.are.equal(m.num_query_groups, mc.n_kv_heads)
         assert.are.equal(mindspore.intermediate_size(m), mc.intermediate_size)
         assert.are.equal(m.vocab_size, mc.vocab_size)
-      else
+      elseif not mcore_ok then
         assert.is_nil(mc.num_layers or mc.hidden_size or mc.intermediate_size or y.moe_config or y.use_legacy)
       end
       assert.are.equal(tr.flash_attention ~= false, mc.use_flash_attention)
-      assert.are.equal(rec.layer_recompute == "selective", type(y.recompute_config.select_recompute) == "table")
+      -- use_legacy False: TransformerConfig reads select_recompute from model_config only
+      local sel = mcore_ok and mc.select_recompute or y.recompute_config.select_recompute
+      assert.are.equal(rec.layer_recompute == "selective", type(sel) == "table")
       if not f.text:find("NOT EXPRESSIBLE in MindFormers: [^\n]*model chunks") then
-        local per_stage, rc = layer_setting(y, m.num_layers)
+        -- DeepSeek-V3's MTP layers: LayerSetting places them last
+        local mtp = mc.num_nextn_predict_layers or 0
+        local per_stage, rc = layer_setting(y, m.num_layers + mtp)
         local ss = r.stage_summary[rec.rank].stages
         for i = 1, rec.pp_degree do
-          assert.are.equal(ss[i].num_layers, per_stage[i], "layers of stage " .. i)
+          assert.are.equal(ss[i].num_layers + (i == rec.pp_degree and mtp or 0), per_stage[i], "layers of stage " .. i)
           if rec.layer_recompute == "full" then
             assert.are.equal(ss[i].recompute_layers or 0, rc[i], "recomputed layers of stage " .. i)
           else
@@ -1499,11 +1531,13 @@ describe("launch configs", function()
     for i, st in ipairs(r.stage_summary[1].stages) do n[i] = st.num_layers end
     assert.are.same({ 16, 16, 16, 13 }, n)
     -- TorchTitan takes the chunks as module names; MindFormers as offsets
-    -- from L // (p v) = 3 per chunk: +1 on the first 15, -2 on the last
+    -- from (L + MTP) // (p v) = 62 // 16 = 3 per chunk (DeepSeek-V3's
+    -- LayerSetting counts the MTP layer last): +1 on the first 15, and
+    -- the last chunk's layer and MTP layer: 2 = 3 - 1
     assert.truthy(by.torchtitan.text:find("module_fqns_per_model_part = [  # layers per model chunk: " ..
       string.rep("4, ", 15) .. "1", 1, true))
     assert.truthy(by.torchtitan.text:find('["layers.60", "norm", "lm_head"]', 1, true))
-    assert.truthy(by.mindformers.text:find("[[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, -2]]", 1, true))
+    assert.truthy(by.mindformers.text:find("[[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, -1]]", 1, true))
     v = written(8, 1)
     assert.are.equal("Et*8|" .. string.rep("t*8|", 6) .. "t*5mL", v["--pipeline-model-parallel-layout"])
   end)
@@ -1864,24 +1898,31 @@ describe("launch configs", function()
       assert.truthy(tt:find("from torchtitan.models.deepseek_v3 import _build_dsv3_layers, model_registry", 1, true))
       assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: moe_capacity_factor = 1.25", 1, true))
       -- MindFormers' LlamaConfig would build 61 MoE layers of 256 experts
-      -- 18,432 wide (a new user's pass, 2026-12-06): no architecture
-      -- keys, no moe_config; what differs in its shapes said line by line
-      -- (the MoEV2 capacity keys: the Mixtral test below)
+      -- 18,432 wide (a new user's pass, 2026-12-06); its DeepSeek-V3 model
+      -- (use_legacy False, models/deepseek3 @ fd4deebc) builds the model
+      -- with config.json's numbers, by Hugging Face's names
       local y = yaml_tree(mf)
-      assert.is_nil(y.moe_config)
-      assert.is_nil(y.model.model_config.type or y.model.model_config.intermediate_size or y.model.arch)
+      local mc = y.model.model_config
+      assert.is_nil(y.moe_config or mc.type or y.model.arch)
+      assert.is_false(y.use_legacy)
+      assert.are.same({ "deepseek_v3", 61, 7168, 18432, 129280, 128, 128 }, { mc.model_type, mc.num_hidden_layers,
+        mc.hidden_size, mc.intermediate_size, mc.vocab_size, mc.num_attention_heads, mc.num_key_value_heads })
+      assert.are.same({ 1536, 512, 128, 64, 128 }, { mc.q_lora_rank, mc.kv_lora_rank, mc.qk_nope_head_dim,
+        mc.qk_rope_head_dim, mc.v_head_dim })
+      -- 256 routed experts of 2048, one shared (2048 / 2048), 3 dense layers first
+      assert.are.same({ 256, 8, 2048, 1, 3, 1 }, { mc.n_routed_experts, mc.num_experts_per_tok,
+        mc.moe_intermediate_size, mc.n_shared_experts, mc.first_k_dense_replace, mc.moe_layer_freq })
+      assert.are.same({ "sigmoid", true, true, 2.5 }, { mc.scoring_func, mc.moe_router_enable_expert_bias,
+        mc.norm_topk_prob, mc.routed_scaling_factor })
+      assert.are.equal(1, mc.num_nextn_predict_layers)                     -- training.mtp_num_layers
       assert.are.equal(rec.ep_degree, y.parallel_config.expert_parallel)
-      assert.truthy(mf:find("# NOT WRITTEN: the model's architecture (model.model_config's type and sizes, " ..
-        "model.arch, moe_config): LlamaConfig would build a model of other weights (multi-head latent " ..
-        "attention, head_dim x heads != hidden_size, shared experts, dense-FFN layers among the MoE layers, " ..
-        "an expert width of its own)", 1, true), mf)
-      -- and no line about the moe_config or router keys it does not
-      -- write (a breaker's pass: "sigmoid scores without the bias
-      -- written", with no moe_config written)
-      assert.is_nil(mf:find("NOT EXPRESSIBLE in MindFormers: grouped GEMM with capacity factor", 1, true))
-      assert.is_nil(mf:find("NOT EXPRESSIBLE in MindFormers: the flex (DeepEP) token dispatcher", 1, true))
-      assert.is_nil(mf:find("without the bias written", 1, true))
-      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: multi-head latent attention", 1, true))
+      -- what its training router and MoE layer do not have
+      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: n_group = 8, topk_group = 4: TopKRouter routes " ..
+        "without groups", 1, true), mf)
+      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: capacity factor 1.25: the training MoELayer is " ..
+        "dropless", 1, true), mf)
+      assert.truthy(mf:find("NOT EXPRESSIBLE in MindFormers: the flex token dispatcher", 1, true))
+      assert.is_nil(mf:find("NOT WRITTEN", 1, true))
     end
     -- recipe settings: bf16 moments (with the distributed optimizer), the
     -- shared expert overlapped, NeMo's recompute modules

@@ -5,7 +5,10 @@
 -- from apsearch.launch.options (MindFormers source and docs, cited there).
 -- Targets mindspore-lab/mindformers fd4deebc1606a02fd24c3b359a889cd0c966e72b
 -- (LayerSetting, LlamaConfig, ConfigTemplate; docs/launch.md).
--- Merge it into a MindFormers training YAML of the model.
+-- Merge it into a MindFormers training YAML of the model.  A model
+-- LlamaConfig cannot hold is written for MindFormers' Qwen3, Qwen3-MoE or
+-- DeepSeek-V3 model when one builds it (use_legacy False:
+-- apsearch.launch.mindspore_mcore).
 --
 -- Mapping (apsearch strategy field -> MindFormers key):
 --
@@ -39,6 +42,7 @@
 -- @module apsearch.launch.mindspore
 local options = require "apsearch.launch.options"
 local launch_util = require "apsearch.launch"
+local mcore = require "apsearch.launch.mindspore_mcore"
 
 local M = {}
 
@@ -60,6 +64,7 @@ function M.yaml_float(v)
 end
 
 local function yaml_value(v)
+  if v == mcore.NULL then return "null" end
   if type(v) == "boolean" then return v and "True" or "False" end
   if math.type(v) == "float" then return M.yaml_float(v) end
   if type(v) == "string" then
@@ -447,6 +452,166 @@ M.ASCEND_ONLY = "MindFormers runs on Ascend NPUs only (context.device_target \"A
   "is of %s, so this file carries the layout (parallel degrees, stages, recompute), not the estimated step " ..
   "time or memory"
 
+--- model_config.offset: LayerSetting gives chunk (v, i) L // (p v) +
+-- offset[v][i] layers (a 1-D offset is broadcast over the chunks), the
+-- sum of the offsets being L mod (p v), where L counts DeepSeek-V3's MTP
+-- layers last (mcore.mtp_layers); the chunks as the estimate split them
+-- (launch.estimate_chunks, schedule order: chunk j on rank j mod p,
+-- LayerSetting filling interleave 0 of every stage first, as Megatron).
+-- NOT EXPRESSIBLE: more chunks than layers
+-- (PreTrainedModel.check_pipeline_stage, models/modeling_utils.py), a
+-- split not known per chunk.
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam string|nil fam mcore family (nil: LlamaConfig)
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.offset_key(c, fam, K, N)
+  local r, layers, L = c.rec, c.layers, c.model.num_layers
+  local pp, vpp = r.pp_degree or 1, r.vpp_degree or 1
+  if not (pp > 1 and #layers == pp) then
+    K("model.model_config.offset", 0)
+    return
+  end
+  local mtp = mcore.mtp_layers(c, fam)
+  local Ls = L + mtp
+  local base = Ls // (pp * vpp)
+  local chunks = launch_util.estimate_chunks(c)
+  if #chunks > 0 then chunks[#chunks] = chunks[#chunks] + mtp end
+  local uneven, sum = false, 0
+  for _, n in ipairs(chunks) do
+    if n ~= base then uneven = true end
+    sum = sum + n
+  end
+  for i = 1, pp do      -- the chunks add up to each rank's layers
+    local t = 0
+    for k = 0, vpp - 1 do t = t + (chunks[k * pp + i] or 0) end
+    if t ~= layers[i] + (i == pp and mtp or 0) then sum = -1 end
+  end
+  local off = 0
+  if vpp > 1 and pp * vpp > L then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("%d model chunks (pipeline_stage %d x pp_interleave_num %d) " ..
+      "for %d layers: MindFormers needs num_layers >= pipeline_stage x pp_interleave_num", pp * vpp, pp, vpp, L))
+  elseif sum ~= Ls then
+    N("NOT EXPRESSIBLE in MindFormers", "the split " .. table.concat(layers, ":") ..
+      " into " .. vpp .. " model chunks per rank is not known")
+  elseif uneven and vpp == 1 then
+    off = {}
+    for i = 1, pp do off[i] = chunks[i] - base end
+  elseif uneven then
+    off = {}
+    for k = 0, vpp - 1 do
+      local row = {}
+      for i = 1, pp do row[i] = chunks[k * pp + i] - base end
+      off[k + 1] = row
+    end
+  end
+  local what = uneven and ("layers per stage " .. table.concat(layers, ":")) or nil
+  if what and mtp > 0 then what = what .. " and " .. mtp .. " MTP layer(s) last" end
+  K("model.model_config.offset", off, what)
+end
+
+--- LlamaConfig's architecture keys (mindformers/models/llama/llama_config.py)
+-- and the NOT EXPRESSIBLE lines of what it has no key for; the MoE keys
+-- (M.moe_keys).
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam function KA architecture key writer (writes nothing when
+--   LlamaConfig would build another model: M.shape_lacks)
+-- @tparam function K key writer
+-- @tparam function N note writer
+-- @tparam boolean holds LlamaConfig holds the model's shapes
+function M.llama_keys(c, KA, K, N, holds)
+  local m, tr = c.model, c.training
+  -- the architecture, by LlamaConfig's names (mindformers/models/llama/llama_config.py)
+  KA("model.model_config.type", "LlamaConfig")
+  KA("model.arch.type", "LlamaForCausalLM")
+  KA("model.model_config.num_layers", m.num_layers)
+  KA("model.model_config.hidden_size", m.hidden_size)
+  KA("model.model_config.num_heads", m.num_attention_heads)
+  KA("model.model_config.n_kv_heads", m.num_query_groups or m.num_attention_heads)
+  local width = M.intermediate_size(m)
+  KA("model.model_config.intermediate_size", width, width ~= m.ffn_hidden_size
+    and "the experts' width: every layer is an MoE layer" or nil)
+  KA("model.model_config.vocab_size", m.vocab_size)
+  if m.max_position_embeddings and m.max_position_embeddings > 0 then
+    KA("model.model_config.max_position_embedding", m.max_position_embeddings)
+  end
+  KA("model.model_config.qkv_has_bias", m.qkv_bias == true)
+  KA("model.model_config.attn_proj_has_bias", m.attn_out_bias == true)
+  KA("model.model_config.tie_word_embeddings", m.tie_word_embeddings == true)
+  -- RoPE base, scaling and norm epsilon (LlamaConfig theta, rms_norm_eps,
+  -- extend_method, scaling_factor; FreqsMgr in mindformers/modules/layers.py)
+  if (m.rope_theta or 0) > 0 then KA("model.model_config.theta", m.rope_theta + 0.0) end
+  if (m.norm_eps or 0) > 0 then KA("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
+  M.rope_scaling(m, tr, KA, N)
+  -- LLamaDecodeLayer builds LlamaFeedForward without hidden_act: its
+  -- default LlamaSiLU (llama_transformer.py l.912, llama_layer.py l.291 @ fd4deebc)
+  if (m.glu_activation or "silu") ~= "silu" then
+    N("NOT EXPRESSIBLE in MindFormers", "the gated MLP's " .. tostring(m.glu_activation) .. " activation " ..
+      "(GeGLU): LLamaDecodeLayer builds LlamaFeedForward with its default LlamaSiLU; written as SwiGLU")
+  end
+  if (m.rotary_percent or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", string.format("partial RoPE (rotary_percent %s, HF " ..
+      "partial_rotary_factor): LlamaConfig has no partial-rotation key and FreqsMgr rotates the whole " ..
+      "head_dim; written with full RoPE", tostring(m.rotary_percent)))
+  end
+  if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N, holds) end
+  -- sigmoid scores: moe_config.use_gating_sigmoid (M.router_keys)
+  for _, what in ipairs(launch_util.llama_block_features(m)) do N("NOT EXPRESSIBLE in MindFormers", what) end
+  for _, what in ipairs(launch_util.llama4_features(m, tr.seq_length, { moe_router_sigmoid = true })) do
+    N("NOT EXPRESSIBLE in MindFormers", what .. ": LlamaConfig (LLamaAttention, MoEV3) has no key for it; " ..
+      "written without")
+  end
+  -- what LlamaConfig has no key for and the weights stay (RoPE where the
+  -- model has ALiBi or no positions; the weights it lacks: M.shape_lacks)
+  if m.position_embedding and m.position_embedding ~= "rope" and m.position_embedding ~= "learned" then
+    N("NOT EXPRESSIBLE in MindFormers", tostring(m.position_embedding) .. " positions (LlamaConfig uses RoPE)")
+  end
+  if (m.sliding_window or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", "sliding-window attention (LlamaConfig attends to the whole sequence)")
+  end
+end
+
+--- The lines of a model neither LlamaConfig nor a use_legacy False
+-- model holds: each part LlamaConfig lacks (M.shape_lacks), then NOT
+-- WRITTEN for the architecture with what the closest of MindFormers'
+-- qwen3 / qwen3_moe / deepseek_v3 models lacks (mindspore_mcore.family).
+-- @tparam table lacks M.shape_lacks entries (not empty)
+-- @tparam string closest the closest family's model_type
+-- @tparam table fam_lacks what it lacks (not empty)
+-- @tparam function N note writer
+function M.lacks_notes(lacks, closest, fam_lacks, N)
+  local whats = {}
+  for i, e in ipairs(lacks) do
+    whats[i] = e.what
+    if e.note then N("NOT EXPRESSIBLE in MindFormers", e.note) end
+  end
+  N("NOT WRITTEN", "the model's architecture (model.model_config's type and sizes, model.arch, moe_config): " ..
+    "LlamaConfig would build a model of other weights (" .. table.concat(whats, ", ") .. "), and MindFormers' " ..
+    closest .. " model lacks " .. table.concat(fam_lacks, "; ") .. "; only the parallel settings, the layer " ..
+    "offsets and seq_length are written: merge them into the model's own MindFormers YAML")
+end
+
+--- Context parallelism of the use_legacy False models
+-- (transformer_config_utils.py get_cp_comm_type @ fd4deebc):
+-- context_parallel_algo colossalai_cp -> cp_comm_type all_gather,
+-- ulysses_cp -> a2a; ring attention (p2p) NOT EXPRESSIBLE (colossalai_cp
+-- written).
+-- @tparam table r strategy record
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.mcore_cp_keys(r, K, N)
+  if r.cp_comm_type == "a2a" then
+    K("parallel_config.context_parallel_algo", "ulysses_cp", "heads scattered by all-to-all")
+    return
+  end
+  if r.cp_comm_type ~= "all_gather" then
+    N("NOT EXPRESSIBLE in MindFormers", "ring attention (cp_comm_type " .. tostring(r.cp_comm_type or "p2p") ..
+      "): the use_legacy False models gather K/V (colossalai_cp: all_gather) or scatter heads (ulysses_cp); " ..
+      "colossalai_cp written")
+  end
+  K("parallel_config.context_parallel_algo", "colossalai_cp", "K/V all-gathered")
+end
+
 --- Renders the YAML.
 -- @tparam table c context (apsearch.launch.context)
 -- @treturn string
@@ -458,27 +623,24 @@ function M.render(c)
   local K, N, notes = w.K, w.N, w.notes
   -- LlamaConfig @ fd4deebc takes no dropout probability (docs/api/
   -- api_python/models/mindformers.models.LlamaConfig.rst lists its keys)
-  local drop = launch_util.dropout_lacks(tr, "MindFormers' LlamaConfig has no dropout key and its Llama layers " ..
-    "apply none")
-  if drop then N("NOT EXPRESSIBLE in MindFormers", drop) end
-  if (c.training.mtp_num_layers or 0) > 0 then
-    N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
-      "prediction (less time and memory than estimated)", c.training.mtp_num_layers))
-  end
-  -- the architecture keys (KA): none where LlamaConfig would build
-  -- another model
-  local lacks, whats = M.shape_lacks(m), {}
-  local KA = K
-  for i, e in ipairs(lacks) do
-    whats[i] = e.what
-    if e.note then N("NOT EXPRESSIBLE in MindFormers", e.note) end
-  end
+  -- the model: LlamaConfig (use_legacy), else the qwen3 / qwen3_moe /
+  -- deepseek_v3 model that builds it (fam), else no architecture keys
+  local lacks, fam = M.shape_lacks(m), nil
   if #lacks > 0 then
-    N("NOT WRITTEN", "the model's architecture (model.model_config's type and sizes, model.arch, moe_config): " ..
-      "LlamaConfig would build a model of other weights (" .. table.concat(whats, ", ") .. "); only the " ..
-      "parallel settings, the layer offsets and seq_length are written: merge them into the model's own " ..
-      "MindFormers YAML")
-    KA = function() end
+    local closest, fam_lacks = mcore.family(m, tr.seq_length or 0)
+    if #fam_lacks == 0 then fam = closest
+    else M.lacks_notes(lacks, closest, fam_lacks, N) end
+  end
+  -- LlamaConfig's keys (KA): none where it would build another model
+  local KA = #lacks == 0 and K or function() end
+  if not fam then
+    local drop = launch_util.dropout_lacks(tr, "MindFormers' LlamaConfig has no dropout key and its Llama " ..
+      "layers apply none")
+    if drop then N("NOT EXPRESSIBLE in MindFormers", drop) end
+  end
+  if (tr.mtp_num_layers or 0) > 0 and fam ~= "deepseek_v3" then
+    N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
+      "prediction (less time and memory than estimated)", tr.mtp_num_layers))
   end
 
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
@@ -491,6 +653,7 @@ function M.render(c)
 
   K("run_mode", "train")
   KA("use_legacy", true, "the LlamaConfig / LayerSetting code path checked")
+  if fam then K("use_legacy", false, "MindFormers' " .. fam .. " model (TransformerConfig, LayerSetting)") end
   K("use_parallel", true)
   K("parallel.parallel_mode", 1, "semi-auto parallel")
   local shard = Sd > 1 or z == 3
@@ -522,7 +685,9 @@ function M.render(c)
   K("parallel_config.model_parallel", tp)
   K("parallel_config.pipeline_stage", pp)
   K("parallel_config.context_parallel", cp)
-  if cp > 1 then
+  if cp > 1 and fam then
+    M.mcore_cp_keys(r, K, N)
+  elseif cp > 1 then
     if r.cp_comm_type == "all_gather" then
       N("NOT EXPRESSIBLE in MindFormers", "context parallelism with all-gathered K/V (colossalai_cp is ring attention, ulysses_cp all-to-all)")
     elseif r.cp_comm_type == "a2a" then
@@ -531,7 +696,14 @@ function M.render(c)
       K("parallel_config.context_parallel_algo", "colossalai_cp", "ring attention")
     end
   end
-  K("parallel_config.use_seq_parallel", tp > 1 and r.sequence_parallel == true)
+  local sp = tp > 1 and r.sequence_parallel == true
+  if fam and tp > 1 and not sp and (m.num_experts or 0) > 0 then
+    -- MoELayer refuses model_parallel > 1 without it
+    N("NOT EXPRESSIBLE in MindFormers", "tensor parallelism without sequence parallelism in an MoE model: " ..
+      "MindFormers' MoE layer needs use_seq_parallel; written True (less activation memory than estimated)")
+    sp = true
+  end
+  K("parallel_config.use_seq_parallel", sp)
   K("parallel_config.vocab_emb_dp", tp == 1, tp > 1 and "vocabulary sharded over model_parallel" or nil)
   if pp > 1 then
     K("parallel_config.micro_batch_num", mbn)
@@ -551,7 +723,9 @@ function M.render(c)
     or { "attention\\.batch_matmul_q_k", "attention\\.mul", "attention\\.add",
       "attention\\.softmax", "attention\\.cast_attn" }
   if r.layer_recompute == "full" then
-    local all = #rc > 0
+    -- every layer (True), but counts per stage where LayerSetting would
+    -- also recompute DeepSeek-V3's MTP layers (last on the last stage)
+    local all = #rc > 0 and mcore.mtp_layers(c, fam) == 0
     for i = 1, #rc do if rc[i] ~= layers[i] then all = false end end
     local any = false
     for i = 1, #rc do if rc[i] > 0 then any = true end end
@@ -572,7 +746,13 @@ function M.render(c)
     K("recompute_config.select_recompute", false)
   elseif r.layer_recompute == "selective" then
     K("recompute_config.recompute", false)
-    K("recompute_config.select_recompute", attn_core, "attention core in every layer")
+    if fam then
+      -- TransformerConfig takes select_recompute from model_config only
+      K("recompute_config.select_recompute", false)
+      K("model.model_config.select_recompute", mcore.SELECT_RECOMPUTE_CORE_ATTN, "attention core in every layer")
+    else
+      K("recompute_config.select_recompute", attn_core, "attention core in every layer")
+    end
     if r.recompute_modules and r.recompute_modules ~= "" and r.recompute_modules ~= "core_attn" then
       N("NOT EXPRESSIBLE in MindFormers", "Megatron's recompute modules " .. r.recompute_modules ..
         ": select_recompute is written for the attention core only")
@@ -588,98 +768,10 @@ function M.render(c)
   K("runner_config.batch_size", r.micro_batch_size or 1)
   if pp == 1 then K("runner_config.gradient_accumulation_steps", mbn) end
 
-  -- model_config: LayerSetting gives chunk (v, i) L // (p v) + offset[v][i]
-  -- layers (a 1-D offset is broadcast over the chunks), the sum of the
-  -- offsets being L mod (p v)
-  local off = 0
-  if pp > 1 and #layers == pp then
-    local base = L // (pp * vpp)
-    -- model chunks in schedule order (chunk j on rank j mod p; LayerSetting
-    -- fills interleave 0 of every stage first, as Megatron does), as the
-    -- estimate split them (apsearch.launch.estimate_chunks)
-    local chunks = launch_util.estimate_chunks(c)
-    local uneven, sum = false, 0
-    for _, n in ipairs(chunks) do
-      if n ~= base then uneven = true end
-      sum = sum + n
-    end
-    for i = 1, pp do      -- the chunks add up to each rank's layers
-      local t = 0
-      for k = 0, vpp - 1 do t = t + (chunks[k * pp + i] or 0) end
-      if t ~= layers[i] then sum = -1 end
-    end
-    if vpp > 1 and pp * vpp > L then
-      -- PreTrainedModel.check_pipeline_stage (mindformers/models/modeling_utils.py)
-      N("NOT EXPRESSIBLE in MindFormers", string.format("%d model chunks (pipeline_stage %d x pp_interleave_num %d) " ..
-        "for %d layers: MindFormers needs num_layers >= pipeline_stage x pp_interleave_num", pp * vpp, pp, vpp, L))
-    elseif sum ~= L then
-      N("NOT EXPRESSIBLE in MindFormers", "the split " .. table.concat(layers, ":") ..
-        " into " .. vpp .. " model chunks per rank is not known")
-    elseif uneven and vpp == 1 then
-      off = {}
-      for i = 1, pp do off[i] = chunks[i] - base end
-    elseif uneven then
-      off = {}
-      for k = 0, vpp - 1 do
-        local row = {}
-        for i = 1, pp do row[i] = chunks[k * pp + i] - base end
-        off[k + 1] = row
-      end
-    end
-    K("model.model_config.offset", off, uneven and ("layers per stage " .. table.concat(layers, ":")) or nil)
-  else
-    K("model.model_config.offset", 0)
-  end
+  M.offset_key(c, fam, K, N)
   if vpp > 1 then K("model.model_config.pp_interleave_num", vpp) end
-  -- the architecture, by LlamaConfig's names (mindformers/models/llama/llama_config.py)
-  KA("model.model_config.type", "LlamaConfig")
-  KA("model.arch.type", "LlamaForCausalLM")
   K("model.model_config.seq_length", tr.seq_length)
-  KA("model.model_config.num_layers", L)
-  KA("model.model_config.hidden_size", m.hidden_size)
-  KA("model.model_config.num_heads", m.num_attention_heads)
-  KA("model.model_config.n_kv_heads", m.num_query_groups or m.num_attention_heads)
-  local width = M.intermediate_size(m)
-  KA("model.model_config.intermediate_size", width, width ~= m.ffn_hidden_size
-    and "the experts' width: every layer is an MoE layer" or nil)
-  KA("model.model_config.vocab_size", m.vocab_size)
-  if m.max_position_embeddings and m.max_position_embeddings > 0 then
-    KA("model.model_config.max_position_embedding", m.max_position_embeddings)
-  end
-  KA("model.model_config.qkv_has_bias", m.qkv_bias == true)
-  KA("model.model_config.attn_proj_has_bias", m.attn_out_bias == true)
-  KA("model.model_config.tie_word_embeddings", m.tie_word_embeddings == true)
-  -- RoPE base, scaling and norm epsilon (LlamaConfig theta, rms_norm_eps,
-  -- extend_method, scaling_factor; FreqsMgr in mindformers/modules/layers.py)
-  if (m.rope_theta or 0) > 0 then KA("model.model_config.theta", m.rope_theta + 0.0) end
-  if (m.norm_eps or 0) > 0 then KA("model.model_config.rms_norm_eps", m.norm_eps + 0.0) end
-  M.rope_scaling(m, tr, KA, N)
-  -- LLamaDecodeLayer builds LlamaFeedForward without hidden_act: its
-  -- default LlamaSiLU (llama_transformer.py l.912, llama_layer.py l.291 @ fd4deebc)
-  if (m.glu_activation or "silu") ~= "silu" then
-    N("NOT EXPRESSIBLE in MindFormers", "the gated MLP's " .. tostring(m.glu_activation) .. " activation " ..
-      "(GeGLU): LLamaDecodeLayer builds LlamaFeedForward with its default LlamaSiLU; written as SwiGLU")
-  end
-  if (m.rotary_percent or 0) > 0 then
-    N("NOT EXPRESSIBLE in MindFormers", string.format("partial RoPE (rotary_percent %s, HF " ..
-      "partial_rotary_factor): LlamaConfig has no partial-rotation key and FreqsMgr rotates the whole " ..
-      "head_dim; written with full RoPE", tostring(m.rotary_percent)))
-  end
-  if (m.num_experts or 0) > 0 then M.moe_keys(c, K, N, #lacks == 0) end
-  -- sigmoid scores: moe_config.use_gating_sigmoid (M.router_keys)
-  for _, what in ipairs(launch_util.llama_block_features(m)) do N("NOT EXPRESSIBLE in MindFormers", what) end
-  for _, what in ipairs(launch_util.llama4_features(m, tr.seq_length, { moe_router_sigmoid = true })) do
-    N("NOT EXPRESSIBLE in MindFormers", what .. ": LlamaConfig (LLamaAttention, MoEV3) has no key for it; " ..
-      "written without")
-  end
-  -- what LlamaConfig has no key for and the weights stay (RoPE where the
-  -- model has ALiBi or no positions; the weights it lacks: M.shape_lacks)
-  if m.position_embedding and m.position_embedding ~= "rope" and m.position_embedding ~= "learned" then
-    N("NOT EXPRESSIBLE in MindFormers", tostring(m.position_embedding) .. " positions (LlamaConfig uses RoPE)")
-  end
-  if (m.sliding_window or 0) > 0 then
-    N("NOT EXPRESSIBLE in MindFormers", "sliding-window attention (LlamaConfig attends to the whole sequence)")
-  end
+  if fam then mcore.model_keys(c, fam, K, N) else M.llama_keys(c, KA, K, N, #lacks == 0) end
   if tr.precision == "fp16" then
     K("model.model_config.compute_dtype", "float16")
   else

@@ -850,7 +850,9 @@ end
 -- context_parallel_algo colossalai_cp, ulysses_cp, hybrid_cp).
 -- Types: bool, int (>= min), float (a YAML 1.1 float, with a dot, > min), string (one of values), offset (int, list of
 -- ints, list of lists of ints), layers (bool or list of layer counts, or of
--- lists), patterns (bool or list of regular expressions over cell names).
+-- lists), patterns (bool or list of regular expressions over cell names),
+-- strings (a list of strings, each one of values), floats (a list of
+-- floats); null = true: YAML null (Python None) also taken.
 M.mindformers = {
   source = {
     repo = "mindspore-lab/mindformers",
@@ -960,6 +962,58 @@ M.mindformers = {
       values = { greedy = true, group_limited_greedy = true, noaux_tc = true } },
     ["moe_config.n_group"] = { type = "int", min = 1, constraint = "divides expert_num" },
     ["moe_config.topk_group"] = { type = "int", min = 1, constraint = "<= n_group" },
+    -- use_legacy False (apsearch.launch.mindspore_mcore): the config
+    -- classes of models/qwen3, qwen3_moe, deepseek3 (Hugging Face names)
+    -- and the TransformerConfig fields
+    -- parallel_core/transformer_config_utils.py COMMON_CONFIG_MAPPING maps
+    -- them to; LayerSetting (parallel_core/training_graph/transformer/
+    -- utils.py) reads select_recompute from model_config only
+    ["model.model_config.model_type"] = { type = "string",
+      values = { qwen3 = true, qwen3_moe = true, deepseek_v3 = true } },
+    ["model.model_config.architectures"] = { type = "strings",
+      values = { Qwen3ForCausalLM = true, Qwen3MoeForCausalLM = true, DeepseekV3ForCausalLM = true } },
+    ["model.model_config.num_hidden_layers"] = { type = "int", min = 1 },
+    ["model.model_config.num_attention_heads"] = { type = "int", min = 1 },
+    ["model.model_config.num_key_value_heads"] = { type = "int", min = 1 },
+    ["model.model_config.head_dim"] = { type = "int", min = 1 },
+    ["model.model_config.qk_layernorm"] = { type = "bool" },
+    ["model.model_config.hidden_act"] = { type = "string", values = { swiglu = true, silu = true } },
+    ["model.model_config.max_position_embeddings"] = { type = "int", min = 1 },
+    ["model.model_config.attention_bias"] = { type = "bool" },
+    ["model.model_config.untie_embeddings_and_output_weights"] = { type = "bool" },
+    ["model.model_config.rope_theta"] = { type = "float", min = 0 },
+    ["model.model_config.rope_scaling.type"] = { type = "string", values = { yarn = true } },
+    ["model.model_config.rope_scaling.factor"] = { type = "float", min = 0 },
+    ["model.model_config.rope_scaling.original_max_position_embeddings"] = { type = "int", min = 1 },
+    ["model.model_config.rope_scaling.beta_fast"] = { type = "float", min = 0 },
+    ["model.model_config.rope_scaling.beta_slow"] = { type = "float", min = 0 },
+    ["model.model_config.rope_scaling.mscale"] = { type = "float", min = 0 },
+    ["model.model_config.rope_scaling.mscale_all_dim"] = { type = "float", constraint = ">= 0" },
+    ["model.model_config.attention_dropout"] = { type = "float", constraint = "[0, 1)" },
+    ["model.model_config.hidden_dropout"] = { type = "float", constraint = "[0, 1)" },
+    ["model.model_config.select_recompute"] = { type = "patterns" },
+    ["model.model_config.q_lora_rank"] = { type = "int", min = 1, null = true },
+    ["model.model_config.kv_lora_rank"] = { type = "int", min = 1 },
+    ["model.model_config.qk_nope_head_dim"] = { type = "int", min = 1 },
+    ["model.model_config.qk_rope_head_dim"] = { type = "int", min = 1 },
+    ["model.model_config.v_head_dim"] = { type = "int", min = 1 },
+    ["model.model_config.num_nextn_predict_layers"] = { type = "int", min = 0 },
+    ["model.model_config.num_experts"] = { type = "int", min = 1 },
+    ["model.model_config.n_routed_experts"] = { type = "int", min = 1 },
+    ["model.model_config.num_experts_per_tok"] = { type = "int", min = 1 },
+    ["model.model_config.moe_intermediate_size"] = { type = "int", min = 1 },
+    ["model.model_config.moe_grouped_gemm"] = { type = "bool" },
+    ["model.model_config.n_shared_experts"] = { type = "int", min = 0 },
+    ["model.model_config.first_k_dense_replace"] = { type = "int", min = 0 },
+    ["model.model_config.moe_layer_freq"] = { type = "int", min = 1 },
+    ["model.model_config.scoring_func"] = { type = "string", values = { sigmoid = true, softmax = true } },
+    ["model.model_config.moe_router_enable_expert_bias"] = { type = "bool", constraint = "sigmoid scores" },
+    ["model.model_config.norm_topk_prob"] = { type = "bool" },
+    ["model.model_config.moe_router_pre_softmax"] = { type = "bool", constraint = "True with top-1 softmax" },
+    ["model.model_config.routed_scaling_factor"] = { type = "float", min = 0 },
+    ["model.model_config.aux_loss_types"] = { type = "strings", values = { expert = true } },
+    ["model.model_config.aux_loss_factors"] = { type = "floats" },
+    ["model.model_config.expert_tensor_parallel_size"] = { type = "int", min = 1 },
   },
 }
 

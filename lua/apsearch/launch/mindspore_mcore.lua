@@ -1,0 +1,279 @@
+--- The model_config of MindFormers' Megatron-style models (use_legacy:
+-- False): Qwen3 (dense), Qwen3-MoE and DeepSeek-V3, for the models
+-- LlamaConfig cannot hold (apsearch.launch.mindspore.shape_lacks: Q/K
+-- norms, head_dim apart from hidden_size / heads, MLA, shared experts,
+-- dense layers before the MoE layers).  Read at mindspore-lab/mindformers
+-- fd4deebc1606a02fd24c3b359a889cd0c966e72b:
+--
+-- * mindformers/models/qwen3/modeling_qwen3_train.py,
+--   qwen3_moe/modeling_qwen3_moe_train.py: GPTModel with
+--   get_gpt_layer_local_spec(qk_layernorm=True): per-head Q/K RMSNorms in
+--   every layer, RoPE over the whole head, a SwiGLU MLP without biases
+--   (MFModelConfig normalization RMSNorm, add_bias_linear False,
+--   gated_linear_unit True); qwen3_moe: experts on every layer
+--   (decoder_sparse_step, mlp_only_layers ignored), no shared expert;
+-- * deepseek3/modeling_deepseek_v3_train.py: GPTModel with
+--   get_gpt_decoder_block_spec (MLA, the first first_k_dense_replace
+--   layers dense, n_shared_experts shared experts of
+--   moe_intermediate_size) and get_gpt_mtp_block_spec
+--   (num_nextn_predict_layers);
+-- * parallel_core/transformer_config_utils.py COMMON_CONFIG_MAPPING: the
+--   model_config keys (Hugging Face names) and the TransformerConfig
+--   fields they set; an unmapped key is refused;
+-- * parallel_core/training_graph/transformer/moe/router.py TopKRouter:
+--   softmax or sigmoid scores, the expert bias added for the choice only,
+--   top-k renormalised when norm_topk_prob, times
+--   moe_router_topk_scaling_factor; the "expert" load-balancing loss;
+--   no group-limited routing (n_group / topk_group are checked, not
+--   used), no capacity, one all-to-all dispatcher.
+--
+-- Every file of these families is checked by loading it with
+-- MindFormers' own config classes, TransformerConfig and LayerSetting
+-- (docs/launch.md).
+-- @module apsearch.launch.mindspore_mcore
+local launch_util = require "apsearch.launch"
+
+local M = {}
+
+--- A YAML null (Python None) value for the key writer.
+M.NULL = setmetatable({}, { __tostring = function() return "null" end })
+
+--- The families: model_type (MindFormerRegister search_names) and
+-- architectures of each, keyed by model_type.
+M.FAMILIES = {
+  qwen3 = { architectures = "Qwen3ForCausalLM" },
+  qwen3_moe = { architectures = "Qwen3MoeForCausalLM" },
+  deepseek_v3 = { architectures = "DeepseekV3ForCausalLM" },
+}
+
+--- Selective recompute of Megatron's core attention (recompute_modules
+-- core_attn) by LayerSetting's cell-name patterns: the core_attention
+-- cell of every layer's self_attention (training_graph/transformer/
+-- attention.py and multi_latent_attention.py build it as
+-- self.core_attention).  LayerSetting's own default (no patterns) is the
+-- MLP's activation, not the attention.
+M.SELECT_RECOMPUTE_CORE_ATTN = { "self_attention\\.core_attention" }
+
+--- MindFormers' qwen3 recipe writes the fused SwiGLU activation
+-- (configs/qwen3/pretrain_qwen3_32b_4k.yaml hidden_act 'swiglu'; MLP
+-- applies it to the whole fc1 output); the MoE families keep Hugging
+-- Face's 'silu' (gate and up split, SiLU on the gate).
+M.HIDDEN_ACT = { qwen3 = "swiglu", qwen3_moe = "silu", deepseek_v3 = "silu" }
+
+--- Whether the MoE layers are a run of dense layers then MoE layers
+-- (first_k_dense_replace; moe_layer_freq 1), the only pattern the
+-- DeepSeek-V3 block spec builds.
+-- @tparam table m model
+-- @treturn integer|nil the dense layers first, nil for another pattern
+local function dense_prefix(m)
+  local pat = require("apsearch.core").model_params(m).moe_pattern or {}
+  local k = 0
+  while pat[k + 1] == 0 do k = k + 1 end
+  for i = k + 1, #pat do if pat[i] ~= 1 then return nil end end
+  return k
+end
+
+--- What a block of these families lacks (the reasons none builds the
+-- model): launch.llama_block_features and llama4_features, and the parts
+-- GPTModel's local spec has no key for here.
+-- @tparam table m model
+-- @tparam integer seq training seq_length (0: unknown)
+-- @tparam function W reason writer
+local function block_lacks(m, seq, W)
+  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " MLP (the families' MLPs are gated)") end
+  if (m.glu_activation or "silu") ~= "silu" then W(tostring(m.glu_activation) .. "-gated MLP (SiLU gate)") end
+  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (RMSNorm)") end
+  if m.norm_bias then W("norm biases") end
+  if m.attn_out_bias or m.mlp_bias then W("output-projection or MLP biases (add_bias_linear False)") end
+  if (m.sliding_window or 0) > 0 then W("a sliding window (the training graph attends causally)") end
+  if m.position_embedding and m.position_embedding ~= "rope" then W(tostring(m.position_embedding) .. " positions") end
+  if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then W("partial RoPE (rotary_percent 1.0 only)") end
+  if m.hybrid_layer_pattern then W("hybrid Mamba-2 layers") end
+  if launch_util.has_gated_deltanet(m) then W("Gated DeltaNet layers") end
+  if (m.index_n_heads or 0) > 0 then W("the DeepSeek Sparse Attention indexer") end
+  if m.moe_router_linear_bias or m.moe_router_input_probs then W("a router of its own (bias or input scaling)") end
+  if m.shared_expert_gate then W("the shared experts' sigmoid gate") end
+  for _, what in ipairs(launch_util.llama_block_features(m)) do W(what) end
+  for _, what in ipairs(launch_util.llama4_features(m, seq or 0)) do W(what) end
+end
+
+--- The family that builds a model as apsearch prices it: deepseek_v3 for
+-- MLA, qwen3_moe for other MoE models, qwen3 for dense ones.
+-- @tparam table m model
+-- @tparam integer seq training seq_length (0: unknown; chunked attention)
+-- @treturn string the family's model_type (the closest one when refused)
+-- @treturn table what that family lacks, empty when it builds the model
+function M.family(m, seq)
+  local lacks = {}
+  local function W(t) lacks[#lacks + 1] = t end
+  local moe, mla = (m.num_experts or 0) > 0, (m.kv_lora_rank or 0) > 0
+  local fam = mla and "deepseek_v3" or moe and "qwen3_moe" or "qwen3"
+  block_lacks(m, seq, W)
+  local kind = m.rope_scaling_type or "none"
+  if kind ~= "none" and kind ~= "yarn" then W(kind .. " RoPE scaling (TransformerConfig: yarn only)") end
+  if fam ~= "deepseek_v3" then
+    if not m.qk_norm then W("no Q/K norms (the qwen3 spec builds them)") end
+    if m.qk_norm_full_width then W("Q/K norms over the whole projection (per head in qwen3)") end
+  end
+  if fam == "qwen3_moe" then
+    if (m.shared_expert_ffn_hidden_size or 0) > 0 then W("shared experts (qwen3_moe has none)") end
+    if dense_prefix(m) ~= 0 then W("dense layers among the MoE layers (qwen3_moe: experts on every layer)") end
+    if m.moe_router_bias or m.moe_router_sigmoid then W("sigmoid scores or an expert bias (qwen3_moe: softmax)") end
+  elseif fam == "deepseek_v3" and moe then
+    local shared, w = m.shared_expert_ffn_hidden_size or 0, m.moe_ffn_hidden_size
+    if shared % w ~= 0 then W(("shared experts %d wide, not n_shared_experts x %d"):format(shared, w)) end
+    if not dense_prefix(m) then W("MoE layers other than after the first dense ones (first_k_dense_replace)") end
+    if m.moe_router_bias and m.moe_router_softmax_bias then
+      W("an expert bias on softmax scores (TransformerConfig: sigmoid only)")
+    end
+  end
+  return fam, lacks
+end
+
+--- The RoPE keys: rope_theta, and YaRN as the rope_scaling mapping
+-- TransformerConfig.__post_init__ unpacks (transformer_config.py:600-609:
+-- type -> position_embedding_type, factor -> rotary_scaling_factor,
+-- original_max_position_embeddings -> max_position_embeddings, beta_fast,
+-- beta_slow, mscale, mscale_all_dim), as MindFormers' DeepSeek-V3 YAML
+-- writes Hugging Face's.
+-- @tparam table m model
+-- @tparam function K key writer
+local function rope_keys(m, K)
+  if (m.rope_theta or 0) > 0 then K("model.model_config.rope_theta", m.rope_theta + 0.0) end
+  if (m.rope_scaling_type or "none") ~= "yarn" then return end
+  local hf = require "apsearch.hf"
+  K("model.model_config.rope_scaling.type", "yarn")
+  K("model.model_config.rope_scaling.factor", m.rope_scaling_factor + 0.0)
+  K("model.model_config.rope_scaling.original_max_position_embeddings", hf.yarn_original(m))
+  K("model.model_config.rope_scaling.beta_fast", hf.yarn_beta(m, "beta_fast"))
+  K("model.model_config.rope_scaling.beta_slow", hf.yarn_beta(m, "beta_slow"))
+  K("model.model_config.rope_scaling.mscale", (m.yarn_mscale or 1) + 0.0)
+  K("model.model_config.rope_scaling.mscale_all_dim", (m.yarn_mscale_all_dim or 0) + 0.0)
+end
+
+--- The experts and router keys (TopKRouter, MoELayer; parallel_config
+-- expert_parallel; the experts' TP size as expert_tensor_parallel_size
+-- when it is not model_parallel).  Grouped GEMM always (qwen3_moe's
+-- MoELayer refuses to build without moe_grouped_gemm).  NOT EXPRESSIBLE:
+-- a capacity factor, the allgather and flex dispatchers, group-limited
+-- routing, top-1 renormalisation.
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam string fam family
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.moe_keys(c, fam, K, N)
+  local r, m = c.rec, c.model
+  local tp, etp = r.tp_degree or 1, r.etp_degree or r.tp_degree or 1
+  K("parallel_config.expert_parallel", r.ep_degree or 1)
+  if etp ~= tp then K("model.model_config.expert_tensor_parallel_size", etp) end
+  K(fam == "deepseek_v3" and "model.model_config.n_routed_experts" or "model.model_config.num_experts", m.num_experts)
+  K("model.model_config.num_experts_per_tok", m.experts_per_token)
+  K("model.model_config.moe_intermediate_size", m.moe_ffn_hidden_size)
+  K("model.model_config.moe_grouped_gemm", true, "dropless grouped GEMM")
+  if fam == "deepseek_v3" then
+    local shared = m.shared_expert_ffn_hidden_size or 0
+    K("model.model_config.n_shared_experts", shared // m.moe_ffn_hidden_size)
+    K("model.model_config.first_k_dense_replace", dense_prefix(m))
+    K("model.model_config.moe_layer_freq", 1)
+    local sig = m.moe_router_sigmoid or (m.moe_router_bias and not m.moe_router_softmax_bias)
+    K("model.model_config.scoring_func", sig and "sigmoid" or "softmax")
+    K("model.model_config.moe_router_enable_expert_bias", m.moe_router_bias == true)
+    if m.moe_router_bias then
+      N("NOTE", "the expert bias moves only when the YAML's callbacks list has TopkBiasBalanceCallback " ..
+        "(gpt_model.py update_topk_bias, at moe_router_bias_update_rate 1e-3)")
+    end
+  end
+  local k, sig = m.experts_per_token, m.moe_router_sigmoid or m.moe_router_bias
+  if k > 1 then K("model.model_config.norm_topk_prob", not m.moe_router_pre_softmax)
+  elseif not sig then
+    -- TransformerConfig refuses top-1 softmax without it (a zero gradient)
+    K("model.model_config.moe_router_pre_softmax", true, "top-1 over all experts' softmax")
+    if not m.moe_router_pre_softmax then
+      N("NOT EXPRESSIBLE in MindFormers", "renormalised top-1 routing (weight 1): TopKRouter renormalises " ..
+        "only when num_experts_per_tok > 1, so the weight is the router score")
+    end
+  end
+  local sf = m.moe_router_topk_scaling_factor or 0
+  K("model.model_config.routed_scaling_factor", sf > 0 and sf + 0.0 or 1.0)
+  -- TopKRouter: dict(zip(aux_loss_types, aux_loss_factors))["expert"]
+  -- scales alpha E sum_i P_i f_i over each data-parallel slice of tokens
+  K("model.model_config.aux_loss_types", { "expert" })
+  K("model.model_config.aux_loss_factors", { (m.moe_aux_loss_coeff or 0) + 0.0 })
+  if m.moe_seq_aux_loss and (m.moe_aux_loss_coeff or 0) > 0 then
+    N("APPROXIMATE", "the sequence-wise balancing loss: TopKRouter's \"expert\" loss balances each data-" ..
+      "parallel slice of tokens, not each sequence")
+  end
+  if (m.moe_router_num_groups or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", ("n_group = %d, topk_group = %d: TopKRouter routes without groups " ..
+      "(router.py reads neither); not written"):format(m.moe_router_num_groups, m.moe_router_group_topk or 0))
+  end
+  if (r.moe_capacity_factor or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", ("capacity factor %g: the training MoELayer is dropless"):format(
+      r.moe_capacity_factor))
+  end
+  local d = r.moe_token_dispatcher or "alltoall"
+  if d ~= "alltoall" then
+    N("NOT EXPRESSIBLE in MindFormers", "the " .. d .. " token dispatcher: the training MoELayer dispatches " ..
+      "by all-to-all")
+  end
+end
+
+--- The model_config keys of a family: Hugging Face's names as the
+-- family's config class takes them, and MindFormers' own (seq_length,
+-- qk_layernorm, dropout, dtypes, model_type, architectures).
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam string fam family (M.family)
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.model_keys(c, fam, K, N)
+  local m, tr = c.model, c.training
+  local P = "model.model_config."
+  K(P .. "model_type", fam)
+  K(P .. "architectures", { M.FAMILIES[fam].architectures })
+  K(P .. "vocab_size", m.vocab_size)
+  K(P .. "hidden_size", m.hidden_size)
+  K(P .. "intermediate_size", m.ffn_hidden_size)
+  K(P .. "num_hidden_layers", m.num_layers)
+  K(P .. "num_attention_heads", m.num_attention_heads)
+  K(P .. "num_key_value_heads", m.num_query_groups or m.num_attention_heads)
+  if fam == "deepseek_v3" then
+    local q = m.q_lora_rank or 0
+    K(P .. "q_lora_rank", q > 0 and q or M.NULL, q > 0 and nil or "queries projected without a low rank")
+    K(P .. "kv_lora_rank", m.kv_lora_rank)
+    K(P .. "qk_nope_head_dim", m.qk_nope_head_dim)
+    K(P .. "qk_rope_head_dim", m.qk_rope_head_dim)
+    K(P .. "v_head_dim", m.v_head_dim)
+    K(P .. "num_nextn_predict_layers", tr.mtp_num_layers or 0)
+  else
+    K(P .. "head_dim", m.head_dim or m.hidden_size // m.num_attention_heads)
+    K(P .. "qk_layernorm", true, "per-head Q/K RMSNorm")
+  end
+  K(P .. "hidden_act", M.HIDDEN_ACT[fam])
+  if (m.max_position_embeddings or 0) > 0 then K(P .. "max_position_embeddings", m.max_position_embeddings) end
+  if (m.norm_eps or 0) > 0 then K(P .. "rms_norm_eps", m.norm_eps + 0.0) end
+  K(P .. "attention_bias", m.qkv_bias == true)
+  K(P .. "tie_word_embeddings", m.tie_word_embeddings == true)
+  K(P .. "untie_embeddings_and_output_weights", m.tie_word_embeddings ~= true)
+  if m.tie_word_embeddings and fam == "deepseek_v3" then
+    N("NOT EXPRESSIBLE in MindFormers", "tied embeddings: the DeepSeek-V3 GPTModel keeps its own output layer")
+  end
+  rope_keys(m, K)
+  local a, h = launch_util.dropout_probs(tr)
+  K(P .. "attention_dropout", a + 0.0)
+  K(P .. "hidden_dropout", h + 0.0)
+  if (m.num_experts or 0) > 0 then M.moe_keys(c, fam, K, N) end
+end
+
+--- Decoder and MTP layers LayerSetting places: DeepSeek-V3's GPTModel
+-- gives LayerSetting num_layers + num_nextn_predict_layers, the MTP
+-- layers last (on the last stage's last chunk, as Megatron places
+-- them), so the offsets add up to that sum mod (p v).
+-- @tparam table c context
+-- @tparam string|nil fam family, nil on the LlamaConfig path
+-- @treturn integer MTP layers LayerSetting counts (0 without)
+function M.mtp_layers(c, fam)
+  if fam ~= "deepseek_v3" then return 0 end
+  return c.training.mtp_num_layers or 0
+end
+
+return M

@@ -612,110 +612,19 @@ function M.mcore_cp_keys(r, K, N)
   K("parallel_config.context_parallel_algo", "colossalai_cp", "K/V all-gathered")
 end
 
---- Renders the YAML.
+--- Full and selective recompute keys (LayerSetting: recompute and
+-- select_recompute take a bool (every layer), a list of layer counts per
+-- stage (the first n layers of each stage; with interleaving spread over
+-- the stage's chunks), or, for select_recompute, operator name patterns;
+-- mindformers/models/utils.py, and parallel_core/training_graph/
+-- transformer/utils.py for the use_legacy False models, which read
+-- select_recompute from model_config only).
 -- @tparam table c context (apsearch.launch.context)
--- @treturn string
--- @treturn table notes
-function M.render(c)
-  local r, m, tr = c.rec, c.model, c.training
-  -- nested ordered tree of keys (apsearch.launch.yaml_writer)
-  local w = require("apsearch.launch").yaml_writer(options.mindformers.keys, "mindformers")
-  local K, N, notes = w.K, w.N, w.notes
-  -- LlamaConfig @ fd4deebc takes no dropout probability (docs/api/
-  -- api_python/models/mindformers.models.LlamaConfig.rst lists its keys)
-  -- the model: LlamaConfig (use_legacy), else the qwen3 / qwen3_moe /
-  -- deepseek_v3 model that builds it (fam), else no architecture keys
-  local lacks, fam = M.shape_lacks(m), nil
-  if #lacks > 0 then
-    local closest, fam_lacks = mcore.family(m, tr.seq_length or 0)
-    if #fam_lacks == 0 then fam = closest
-    else M.lacks_notes(lacks, closest, fam_lacks, N) end
-  end
-  -- LlamaConfig's keys (KA): none where it would build another model
-  local KA = #lacks == 0 and K or function() end
-  if not fam then
-    local drop = launch_util.dropout_lacks(tr, "MindFormers' LlamaConfig has no dropout key and its Llama " ..
-      "layers apply none")
-    if drop then N("NOT EXPRESSIBLE in MindFormers", drop) end
-  end
-  if (tr.mtp_num_layers or 0) > 0 and fam ~= "deepseek_v3" then
-    N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
-      "prediction (less time and memory than estimated)", tr.mtp_num_layers))
-  end
-
-  local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
-  local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
-  local L = m.num_layers
-  -- micro-batches per step: the record's, or (a strategy estimated alone
-  -- reports 0) global batch / (data-parallel ranks x micro-batch size)
-  local mbn = r.micro_batch_num or 0
-  if mbn < 1 then mbn = math.max(1, (tr.global_batch_size or 1) // (R * Sd * (r.micro_batch_size or 1))) end
-
-  K("run_mode", "train")
-  KA("use_legacy", true, "the LlamaConfig / LayerSetting code path checked")
-  if fam then K("use_legacy", false, "MindFormers' " .. fam .. " model (TransformerConfig, LayerSetting)") end
-  K("use_parallel", true)
-  K("parallel.parallel_mode", 1, "semi-auto parallel")
-  local shard = Sd > 1 or z == 3
-  K("parallel.enable_parallel_optimizer", shard)
-  if Sd > 1 and R > 1 then
-    K("parallel.parallel_optimizer_config.optimizer_weight_shard_size", Sd, "HSDP: shard over fsdp_degree ranks")
-  end
-  if Sd > 1 and r.reshard_after_forward == false then
-    N("NOT EXPRESSIBLE in MindFormers", "keeping gathered parameters from forward to backward " ..
-      "(reshard_after_forward = false) has no MindFormers key")
-  end
-  if Sd == 1 and (z == 1 or z == 2) then
-    N("NOT EXPRESSIBLE in MindFormers", string.format(
-      "ZeRO-%d with replicated parameters: parallel.enable_parallel_optimizer also shards the weights; " ..
-      "left off (set it to True to shard more than estimated)", z))
-  end
-  if vpp > 1 then
-    K("parallel.pipeline_config.pipeline_interleave", true)
-    K("parallel.pipeline_config.pipeline_scheduler", "1f1b")
-    local group = launch_util.group_size_note(r)
-    if group then N("NOT EXPRESSIBLE in MindFormers", group) end
-  end
-  if pp > 1 and (r.pp_schedule or "1f1b") ~= "1f1b" then
-    N("NOT EXPRESSIBLE in MindFormers", "pp_schedule = " .. r.pp_schedule .. ": the config runs " ..
-      "pipeline_scheduler 1f1b (interleaved with vpp), chunks in their loop order")
-  end
-
-  K("parallel_config.data_parallel", R * Sd)
-  K("parallel_config.model_parallel", tp)
-  K("parallel_config.pipeline_stage", pp)
-  K("parallel_config.context_parallel", cp)
-  if cp > 1 and fam then
-    M.mcore_cp_keys(r, K, N)
-  elseif cp > 1 then
-    if r.cp_comm_type == "all_gather" then
-      N("NOT EXPRESSIBLE in MindFormers", "context parallelism with all-gathered K/V (colossalai_cp is ring attention, ulysses_cp all-to-all)")
-    elseif r.cp_comm_type == "a2a" then
-      K("parallel_config.context_parallel_algo", "ulysses_cp", "heads scattered by all-to-all")
-    else
-      K("parallel_config.context_parallel_algo", "colossalai_cp", "ring attention")
-    end
-  end
-  local sp = tp > 1 and r.sequence_parallel == true
-  if fam and tp > 1 and not sp and (m.num_experts or 0) > 0 then
-    -- MoELayer refuses model_parallel > 1 without it
-    N("NOT EXPRESSIBLE in MindFormers", "tensor parallelism without sequence parallelism in an MoE model: " ..
-      "MindFormers' MoE layer needs use_seq_parallel; written True (less activation memory than estimated)")
-    sp = true
-  end
-  K("parallel_config.use_seq_parallel", sp)
-  K("parallel_config.vocab_emb_dp", tp == 1, tp > 1 and "vocabulary sharded over model_parallel" or nil)
-  if pp > 1 then
-    K("parallel_config.micro_batch_num", mbn)
-  else
-    K("parallel_config.micro_batch_num", 1)
-  end
-  K("micro_batch_interleave_num", 1)
-
-  -- recompute (LayerSetting, mindformers/models/utils.py): recompute and
-  -- select_recompute take a bool (every layer), a list of layer counts per
-  -- stage (the first n layers of each stage; with interleaving spread over
-  -- the stage's chunks), or, for select_recompute, operator name patterns
+-- @tparam string|nil fam mcore family (nil: LlamaConfig)
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.recompute_keys(c, fam, K, N)
+  local r, tr, pp = c.rec, c.training, c.rec.pp_degree or 1
   local rc, layers = c.recompute, c.layers
   -- the attention core Megatron's selective recompute re-runs, by the
   -- operator names of LLamaAttention (mindformers/models/llama/llama_transformer.py)
@@ -764,23 +673,12 @@ function M.render(c)
   K("recompute_config.parallel_optimizer_comm_recompute", false)
   K("recompute_config.mp_comm_recompute", false)
   K("recompute_config.recompute_slice_activation", false)
+end
 
-  K("runner_config.batch_size", r.micro_batch_size or 1)
-  if pp == 1 then K("runner_config.gradient_accumulation_steps", mbn) end
-
-  M.offset_key(c, fam, K, N)
-  if vpp > 1 then K("model.model_config.pp_interleave_num", vpp) end
-  K("model.model_config.seq_length", tr.seq_length)
-  if fam then mcore.model_keys(c, fam, K, N) else M.llama_keys(c, KA, K, N, #lacks == 0) end
-  if tr.precision == "fp16" then
-    K("model.model_config.compute_dtype", "float16")
-  else
-    K("model.model_config.compute_dtype", "bfloat16")
-    if tr.precision == "fp8" or tr.precision == "mxfp8" or tr.precision == "nvfp4" then
-      N("NOT EXPRESSIBLE in MindFormers", tr.precision .. " matmuls (compute_dtype bfloat16 written)")
-    end
-  end
-  -- recipe settings MindFormers has no key for
+--- NOT EXPRESSIBLE lines for the recipe settings MindFormers has no key for.
+-- @tparam table tr training table
+-- @tparam function N note writer
+function M.recipe_notes(tr, N)
   if tr.fp8_param_gather == true then
     N("NOT EXPRESSIBLE in MindFormers", "fp8_param_gather (weights gathered in a low-precision format)")
   end
@@ -813,6 +711,152 @@ function M.render(c)
   if tr.store_param_remainders then
     N("NOT EXPRESSIBLE in MindFormers", "store_param_remainders (apex DistributedFusedAdam, NeMo 1.x)")
   end
+end
+
+--- The parallel context keys (parallel.*: MsParallelConfig ->
+-- mindspore.set_auto_parallel_context): semi-auto parallel, optimizer
+-- parallelism for FSDP / HSDP / ZeRO-3 (NOT EXPRESSIBLE: ZeRO-1/2 with
+-- replicated weights, reshard_after_forward false), pipeline interleave
+-- with vpp (NOT EXPRESSIBLE: schedules other than 1f1b, a group size).
+-- @tparam table r strategy record
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.parallel_keys(r, K, N)
+  local pp, vpp = r.pp_degree or 1, r.vpp_degree or 1
+  local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
+  K("parallel.parallel_mode", 1, "semi-auto parallel")
+  local shard = Sd > 1 or z == 3
+  K("parallel.enable_parallel_optimizer", shard)
+  if Sd > 1 and R > 1 then
+    K("parallel.parallel_optimizer_config.optimizer_weight_shard_size", Sd, "HSDP: shard over fsdp_degree ranks")
+  end
+  if Sd > 1 and r.reshard_after_forward == false then
+    N("NOT EXPRESSIBLE in MindFormers", "keeping gathered parameters from forward to backward " ..
+      "(reshard_after_forward = false) has no MindFormers key")
+  end
+  if Sd == 1 and (z == 1 or z == 2) then
+    N("NOT EXPRESSIBLE in MindFormers", string.format(
+      "ZeRO-%d with replicated parameters: parallel.enable_parallel_optimizer also shards the weights; " ..
+      "left off (set it to True to shard more than estimated)", z))
+  end
+  if vpp > 1 then
+    K("parallel.pipeline_config.pipeline_interleave", true)
+    K("parallel.pipeline_config.pipeline_scheduler", "1f1b")
+    local group = launch_util.group_size_note(r)
+    if group then N("NOT EXPRESSIBLE in MindFormers", group) end
+  end
+  if pp > 1 and (r.pp_schedule or "1f1b") ~= "1f1b" then
+    N("NOT EXPRESSIBLE in MindFormers", "pp_schedule = " .. r.pp_schedule .. ": the config runs " ..
+      "pipeline_scheduler 1f1b (interleaved with vpp), chunks in their loop order")
+  end
+end
+
+--- parallel_config (ParallelConfig, TransformerOpParallelConfig): the
+-- degrees, context parallelism (use_legacy False: M.mcore_cp_keys),
+-- sequence parallelism (the use_legacy False MoE layer needs it with
+-- model_parallel > 1), the vocabulary split and micro-batches.
+-- @tparam table c context (apsearch.launch.context)
+-- @tparam string|nil fam mcore family (nil: LlamaConfig)
+-- @tparam integer mbn micro-batches per step
+-- @tparam function K key writer
+-- @tparam function N note writer
+function M.parallel_config_keys(c, fam, mbn, K, N)
+  local r, m = c.rec, c.model
+  local tp, pp, cp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1
+  K("parallel_config.data_parallel", (r.dp_degree or 1) * (r.fsdp_degree or 1))
+  K("parallel_config.model_parallel", tp)
+  K("parallel_config.pipeline_stage", pp)
+  K("parallel_config.context_parallel", cp)
+  if cp > 1 and fam then
+    M.mcore_cp_keys(r, K, N)
+  elseif cp > 1 then
+    if r.cp_comm_type == "all_gather" then
+      N("NOT EXPRESSIBLE in MindFormers", "context parallelism with all-gathered K/V (colossalai_cp is ring attention, ulysses_cp all-to-all)")
+    elseif r.cp_comm_type == "a2a" then
+      K("parallel_config.context_parallel_algo", "ulysses_cp", "heads scattered by all-to-all")
+    else
+      K("parallel_config.context_parallel_algo", "colossalai_cp", "ring attention")
+    end
+  end
+  local sp = tp > 1 and r.sequence_parallel == true
+  if fam and tp > 1 and not sp and (m.num_experts or 0) > 0 then
+    -- MoELayer refuses model_parallel > 1 without it
+    N("NOT EXPRESSIBLE in MindFormers", "tensor parallelism without sequence parallelism in an MoE model: " ..
+      "MindFormers' MoE layer needs use_seq_parallel; written True (less activation memory than estimated)")
+    sp = true
+  end
+  K("parallel_config.use_seq_parallel", sp)
+  K("parallel_config.vocab_emb_dp", tp == 1, tp > 1 and "vocabulary sharded over model_parallel" or nil)
+  if pp > 1 then
+    K("parallel_config.micro_batch_num", mbn)
+  else
+    K("parallel_config.micro_batch_num", 1)
+  end
+  K("micro_batch_interleave_num", 1)
+end
+
+--- Renders the YAML.
+-- @tparam table c context (apsearch.launch.context)
+-- @treturn string
+-- @treturn table notes
+function M.render(c)
+  local r, m, tr = c.rec, c.model, c.training
+  -- nested ordered tree of keys (apsearch.launch.yaml_writer)
+  local w = require("apsearch.launch").yaml_writer(options.mindformers.keys, "mindformers")
+  local K, N, notes = w.K, w.N, w.notes
+  -- the model: LlamaConfig (use_legacy), else the qwen3 / qwen3_moe /
+  -- deepseek_v3 model that builds it (fam), else no architecture keys
+  local lacks, fam = M.shape_lacks(m), nil
+  if #lacks > 0 then
+    local closest, fam_lacks = mcore.family(m, tr.seq_length or 0)
+    if #fam_lacks == 0 then fam = closest
+    else M.lacks_notes(lacks, closest, fam_lacks, N) end
+  end
+  -- LlamaConfig's keys (KA): none where it would build another model
+  local KA = #lacks == 0 and K or function() end
+  if not fam then
+    -- LlamaConfig @ fd4deebc takes no dropout probability (docs/api/
+    -- api_python/models/mindformers.models.LlamaConfig.rst lists its keys)
+    local drop = launch_util.dropout_lacks(tr, "MindFormers' LlamaConfig has no dropout key and its Llama " ..
+      "layers apply none")
+    if drop then N("NOT EXPRESSIBLE in MindFormers", drop) end
+  end
+  if (tr.mtp_num_layers or 0) > 0 and fam ~= "deepseek_v3" then
+    N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
+      "prediction (less time and memory than estimated)", tr.mtp_num_layers))
+  end
+
+  local pp, vpp = r.pp_degree or 1, r.vpp_degree or 1
+  local dp = (r.dp_degree or 1) * (r.fsdp_degree or 1)
+  -- micro-batches per step: the record's, or (a strategy estimated alone
+  -- reports 0) global batch / (data-parallel ranks x micro-batch size)
+  local mbn = r.micro_batch_num or 0
+  if mbn < 1 then mbn = math.max(1, (tr.global_batch_size or 1) // (dp * (r.micro_batch_size or 1))) end
+
+  K("run_mode", "train")
+  KA("use_legacy", true, "the LlamaConfig / LayerSetting code path checked")
+  if fam then K("use_legacy", false, "MindFormers' " .. fam .. " model (TransformerConfig, LayerSetting)") end
+  K("use_parallel", true)
+  M.parallel_keys(r, K, N)
+  M.parallel_config_keys(c, fam, mbn, K, N)
+  M.recompute_keys(c, fam, K, N)
+
+  K("runner_config.batch_size", r.micro_batch_size or 1)
+  if pp == 1 then K("runner_config.gradient_accumulation_steps", mbn) end
+
+  M.offset_key(c, fam, K, N)
+  if vpp > 1 then K("model.model_config.pp_interleave_num", vpp) end
+  K("model.model_config.seq_length", tr.seq_length)
+  if fam then mcore.model_keys(c, fam, K, N) else M.llama_keys(c, KA, K, N, #lacks == 0) end
+  if tr.precision == "fp16" then
+    K("model.model_config.compute_dtype", "float16")
+  else
+    K("model.model_config.compute_dtype", "bfloat16")
+    if tr.precision == "fp8" or tr.precision == "mxfp8" or tr.precision == "nvfp4" then
+      N("NOT EXPRESSIBLE in MindFormers", tr.precision .. " matmuls (compute_dtype bfloat16 written)")
+    end
+  end
+  M.recipe_notes(tr, N)
   K("model.model_config.use_flash_attention", tr.flash_attention ~= false)
   -- configs/qwen3/pretrain_qwen3_32b_4k.yaml @ fd4deebc: device_target
   -- "Ascend" (only supports "Ascend"); no device apsearch models is one

@@ -132,6 +132,22 @@ describe("MindFormers' use_legacy False models (issue 25)", function()
     assert.are.equal("null", mc(text, "q_lora_rank"))
   end)
 
+  it("write Megatron's selective-recompute modules as the training graph's cell names", function()
+    local q3, q30, ds = load("qwen3-32b"), load("qwen3-30b-a3b"), load("deepseek-v3")
+    local function sel(m, mods) return { mcore.select_recompute(m, mods) } end
+    -- unset: core_attn (TransformerConfig.recompute_modules' default)
+    assert.are.same({ { "self_attention\\.core_attention" }, {} }, sel(q3, nil))
+    assert.are.same({ { "self_attention\\.core_attention", "input_layernorm", "pre_mlp_layernorm" }, {} },
+      sel(q3, "core_attn/layernorm"))
+    -- every layer of Qwen3-30B-A3B is MoE: moe is the mlp cell of every
+    -- layer, mlp (dense MLPs) re-runs nothing there
+    assert.are.same({ { "mlp" }, {} }, sel(q30, "moe"))
+    assert.are.same({ {}, {} }, sel(q30, "mlp"))
+    -- DeepSeek-V3 has 3 dense layers first: moe alone is not the mlp cell of every layer
+    assert.are.same({ {}, { "moe" } }, sel(ds, "moe"))
+    assert.are.same({ { "mlp" }, { "moe_act" } }, sel(ds, "mlp/moe/moe_act"))
+  end)
+
   it("write context parallelism as get_cp_comm_type maps it (colossalai_cp gathers K/V)", function()
     local function cp(kind)
       return yaml_of(load("qwen3-1.7b"), { dp_degree = 4, cp_degree = 2, cp_comm_type = kind, zero_stage = 0,

@@ -502,7 +502,7 @@ mf_value_ok = function(spec, v)
     local body = v:match("^%[(.*)%]$")
     if not body then return false end
     for item in body:gmatch("[^,]+") do
-      if not item:match("^%s*'[%w_\\%.]+'%s*$") then return false end
+      if not (item:match("^%s*'[%w_\\%.]+'%s*$") or item:match('^%s*"[%w_]+"%s*$')) then return false end
     end
     return true
   end
@@ -1938,8 +1938,14 @@ describe("launch configs", function()
       assert.is_true(v["--moe-shared-expert-overlap"])
       assert.are.equal("selective", v["--recompute-granularity"])
       assert.are.equal("mla_up_proj mlp moe", v["--recompute-modules"])
-      assert.truthy(by[rec.rank].mindformers.text:find(
-        "NOT EXPRESSIBLE in MindFormers: Megatron's recompute modules mla_up_proj/mlp/moe", 1, true))
+      -- MindFormers' DeepSeek-V3 (use_legacy False): the modules as cell-name
+      -- patterns (mla_up_proj: the MLA up-projections of either MLA class;
+      -- mlp and moe: the mlp cell of the dense and MoE layers)
+      local mfm = by[rec.rank].mindformers.text
+      assert.truthy(mfm:find("\n    select_recompute: [\"mlp\", 'self_attention\\.linear_qb', " ..
+        "'self_attention\\.linear_kvb', 'self_attention\\.linear_q_up_proj', " ..
+        "'self_attention\\.linear_kv_up_proj']", 1, true), mfm)
+      assert.is_nil(mfm:find("NOT EXPRESSIBLE in MindFormers: Megatron's recompute module", 1, true))
     end
     r = run_example("mixtral_8x7b_h100.lua", { top_k = 3 })
     by = check_all(r)

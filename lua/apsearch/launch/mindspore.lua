@@ -658,11 +658,17 @@ function M.recompute_keys(c, fam, K, N)
     if fam then
       -- TransformerConfig takes select_recompute from model_config only
       K("recompute_config.select_recompute", false)
-      K("model.model_config.select_recompute", mcore.SELECT_RECOMPUTE_CORE_ATTN, "attention core in every layer")
+      local pats, lacks = mcore.select_recompute(c.model, r.recompute_modules)
+      K("model.model_config.select_recompute", pats, "Megatron's recompute modules " ..
+        tostring(r.recompute_modules or "core_attn") .. " in every layer")
+      for _, w in ipairs(lacks) do
+        N("NOT EXPRESSIBLE in MindFormers", "Megatron's recompute module " .. w .. ": no select_recompute " ..
+          "pattern recomputes it alone; not written")
+      end
     else
       K("recompute_config.select_recompute", attn_core, "attention core in every layer")
     end
-    if r.recompute_modules and r.recompute_modules ~= "" and r.recompute_modules ~= "core_attn" then
+    if not fam and r.recompute_modules and r.recompute_modules ~= "" and r.recompute_modules ~= "core_attn" then
       N("NOT EXPRESSIBLE in MindFormers", "Megatron's recompute modules " .. r.recompute_modules ..
         ": select_recompute is written for the attention core only")
     end

@@ -46,20 +46,6 @@ M.FAMILIES = {
   deepseek_v3 = { architectures = "DeepseekV3ForCausalLM" },
 }
 
---- Selective recompute of Megatron's core attention (recompute_modules
--- core_attn) by LayerSetting's cell-name patterns: the core_attention
--- cell of every layer's self_attention (training_graph/transformer/
--- attention.py and multi_latent_attention.py build it as
--- self.core_attention).  LayerSetting's own default (no patterns) is the
--- MLP's activation, not the attention.
-M.SELECT_RECOMPUTE_CORE_ATTN = { "self_attention\\.core_attention" }
-
---- MindFormers' qwen3 recipe writes the fused SwiGLU activation
--- (configs/qwen3/pretrain_qwen3_32b_4k.yaml hidden_act 'swiglu'; MLP
--- applies it to the whole fc1 output); the MoE families keep Hugging
--- Face's 'silu' (gate and up split, SiLU on the gate).
-M.HIDDEN_ACT = { qwen3 = "swiglu", qwen3_moe = "silu", deepseek_v3 = "silu" }
-
 --- Whether the MoE layers are a run of dense layers then MoE layers
 -- (first_k_dense_replace; moe_layer_freq 1), the only pattern the
 -- DeepSeek-V3 block spec builds.
@@ -72,6 +58,61 @@ local function dense_prefix(m)
   for i = k + 1, #pat do if pat[i] ~= 1 then return nil end end
   return k
 end
+
+--- Megatron's selective-recompute modules (TransformerConfig
+-- recompute_modules) as LayerSetting's cell-name patterns over the
+-- training graph's TransformerLayer (training_graph/transformer/
+-- transformer_layer.py: input_layernorm, self_attention, pre_mlp_layernorm,
+-- mlp; attention.py and multi_latent_attention.py: core_attention, the
+-- MLA up-projections linear_qb / linear_kvb (mla_qkv_concat) or
+-- linear_q_up_proj / linear_kv_up_proj; moe/moe_layer.py: shared_experts).
+-- A pattern names cells by re.fullmatch per dotted segment; one that
+-- matches nothing recomputes nothing.  `mlp` and `moe` are one pattern
+-- (M.select_recompute).  LayerSetting's own default (no patterns) is the
+-- MLP's activation, not Megatron's core_attn.
+M.RECOMPUTE_MODULE_PATTERNS = {
+  core_attn = { "self_attention\\.core_attention" },
+  mla_up_proj = { "self_attention\\.linear_qb", "self_attention\\.linear_kvb",
+    "self_attention\\.linear_q_up_proj", "self_attention\\.linear_kv_up_proj" },
+  layernorm = { "input_layernorm", "pre_mlp_layernorm" },
+  shared_experts = { "mlp\\.shared_experts" },
+}
+
+--- The select_recompute patterns of Megatron's recompute modules (unset:
+-- core_attn).  `mlp` (dense MLPs) and `moe` (MoE layers) are both the
+-- `mlp` cell: written when the modules name every kind of FFN layer the
+-- model has, nothing when they name none it has, else not expressible.
+-- @tparam table m model
+-- @tparam string|nil modules recompute_modules ("mla_up_proj/mlp/moe")
+-- @treturn table patterns
+-- @treturn table the modules no pattern expresses
+function M.select_recompute(m, modules)
+  local pats, lacks, want = {}, {}, {}
+  for w in tostring(modules and modules ~= "" and modules or "core_attn"):gmatch("[^/,%s]+") do want[w] = true end
+  local moe = (m.num_experts or 0) > 0
+  local dense = not moe or (dense_prefix(m) or 1) > 0
+  -- the FFN layers Megatron re-runs: dense MLPs (mlp), MoE layers (moe)
+  local d, e = want.mlp and dense, want.moe and moe
+  if (d or e) and (d or not dense) and (e or not moe) then pats[#pats + 1] = "mlp"
+  elseif d or e then lacks[#lacks + 1] = d and "mlp" or "moe" end
+  want.mlp, want.moe = nil, nil
+  local names = {}
+  for w in pairs(want) do names[#names + 1] = w end
+  table.sort(names)
+  for _, w in ipairs(names) do
+    if M.RECOMPUTE_MODULE_PATTERNS[w] then
+      for _, p in ipairs(M.RECOMPUTE_MODULE_PATTERNS[w]) do pats[#pats + 1] = p end
+    else lacks[#lacks + 1] = w end
+  end
+  return pats, lacks
+end
+
+--- MindFormers' qwen3 recipe writes the fused SwiGLU activation
+-- (configs/qwen3/pretrain_qwen3_32b_4k.yaml hidden_act 'swiglu'; MLP
+-- applies it to the whole fc1 output); the MoE families keep Hugging
+-- Face's 'silu' (gate and up split, SiLU on the gate).
+M.HIDDEN_ACT = { qwen3 = "swiglu", qwen3_moe = "silu", deepseek_v3 = "silu" }
+
 
 --- What a block of these families lacks (the reasons none builds the
 -- model): launch.llama_block_features and llama4_features, and the parts

@@ -51,8 +51,8 @@ describe("MindFormers' use_legacy False models (issue 25)", function()
     end
     -- the qwen3 spec builds Q/K norms (get_gpt_layer_local_spec(qk_layernorm=True))
     local fam, lacks = mcore.family(load("llama-3.1-8b"), 4096)
-    -- (Llama 3.1 scales RoPE as llama3: TransformerConfig takes a yarn rope_scaling only)
-    assert.are.same({ "qwen3", { "llama3 RoPE scaling (TransformerConfig: yarn only)",
+    -- (Llama 3.1 scales RoPE as llama3: GPTModel's yarn embedding needs MLA's head dims)
+    assert.are.same({ "qwen3", { "llama3 RoPE scaling (plain RoPE only without MLA)",
       "no Q/K norms (the qwen3 spec builds them)" } }, { fam, lacks })
     -- MiniMax-M2: norms over the whole projection, sigmoid scores with a bias
     fam, lacks = mcore.family(load("minimax-m2.7"), 4096)
@@ -132,6 +132,38 @@ describe("MindFormers' use_legacy False models (issue 25)", function()
     assert.are.equal("null", mc(text, "q_lora_rank"))
   end)
 
+  it("refuse what the training graph would build otherwise, or say so (a breaker's pass)", function()
+    -- a dense MLA model: DeepseekV3Config's defaults would add 256 experts
+    local m = load("deepseek-v3")
+    m.num_experts, m.moe_first_dense_layers, m.shared_expert_ffn_hidden_size = nil, nil, nil
+    local fam, lacks = mcore.family(m, 4096)
+    assert.are.equal("deepseek_v3", fam)
+    assert.are.same({ "MLA without experts (DeepseekV3Config's defaults build 256 experts)" }, lacks)
+    -- two MTP layers: TransformerConfig takes one
+    local text, notes = yaml_of(load("deepseek-v3"), { dp_degree = 8, pp_degree = 8, ep_degree = 8,
+      zero_stage = 0, micro_batch_size = 1, layer_recompute = "full" }, { mtp_num_layers = 2,
+      global_batch_size = 512 }, 64)
+    assert.are.equal("1", mc(text, "num_nextn_predict_layers"))
+    assert.is_true(has_note(notes, "NOT EXPRESSIBLE in MindFormers: training.mtp_num_layers = 2"))
+    -- DeepSeek-V3 projects queries at rank 1536: no comment about no rank
+    assert.are.equal("1536", mc(text, "q_lora_rank"))
+    assert.is_nil(text:find("without a low rank", 1, true))
+    -- experts split over TP: moe/ffn.py keeps each expert whole
+    text, notes = yaml_of(load("qwen3-30b-a3b"), { dp_degree = 4, tp_degree = 2, sequence_parallel = true,
+      ep_degree = 4, etp_degree = 2, zero_stage = 0, micro_batch_size = 1 })
+    assert.is_true(has_note(notes, "NOT EXPRESSIBLE in MindFormers: etp_degree = 2"))
+    assert.is_nil(text:find("expert_tensor_parallel_size", 1, true))
+    -- yarn without mscale keys: transformers' 1 and 0, which the MLA
+    -- softmax cannot tell apart
+    m = load("deepseek-v3")
+    m.yarn_mscale, m.yarn_mscale_all_dim = 0, 0
+    text, notes = yaml_of(m, { dp_degree = 8, pp_degree = 8, ep_degree = 8, zero_stage = 0, micro_batch_size = 1,
+      layer_recompute = "full" }, { global_batch_size = 512 }, 64)
+    assert.truthy(text:find("\n      mscale: 1.0\n", 1, true))
+    assert.truthy(text:find("\n      mscale_all_dim: 0.0\n", 1, true))
+    assert.is_true(has_note(notes, "NOT EXPRESSIBLE in MindFormers: yarn mscale 1 with mscale_all_dim 0"))
+  end)
+
   it("write Megatron's selective-recompute modules as the training graph's cell names", function()
     local q3, q30, ds = load("qwen3-32b"), load("qwen3-30b-a3b"), load("deepseek-v3")
     local function sel(m, mods) return { mcore.select_recompute(m, mods) } end
@@ -148,20 +180,22 @@ describe("MindFormers' use_legacy False models (issue 25)", function()
     assert.are.same({ { "mlp" }, { "moe_act" } }, sel(ds, "mlp/moe/moe_act"))
   end)
 
-  it("write context parallelism as get_cp_comm_type maps it (colossalai_cp gathers K/V)", function()
+  it("write context parallelism as the training graph runs it: the sequence split, K/V gathered", function()
     local function cp(kind)
       return yaml_of(load("qwen3-1.7b"), { dp_degree = 4, cp_degree = 2, cp_comm_type = kind, zero_stage = 0,
         micro_batch_size = 1 }, { seq_length = 16384 })
     end
-    local text = cp("a2a")
-    assert.truthy(text:find('context_parallel_algo: "ulysses_cp"', 1, true))
-    text = cp("all_gather")
-    assert.truthy(text:find('context_parallel_algo: "colossalai_cp"', 1, true))
-    assert.is_nil(text:find("ring attention", 1, true))
-    local notes
-    text, notes = cp("p2p")
-    assert.truthy(text:find('context_parallel_algo: "colossalai_cp"', 1, true))
-    assert.is_true(has_note(notes, "NOT EXPRESSIBLE in MindFormers: ring attention (cp_comm_type p2p)"))
+    -- no context_parallel_algo: its cp_comm_type is read by no training layer
+    local text, notes = cp("all_gather")
+    assert.truthy(text:find("\n  context_parallel: 2\n", 1, true))
+    assert.is_nil(text:find("\n  context_parallel_algo:", 1, true))
+    assert.is_false(has_note(notes, "NOT "))
+    -- Ulysses is fixed at 1 (attention.py cp_ds = 1); no ring attention
+    for _, kind in ipairs({ "a2a", "p2p" }) do
+      text, notes = cp(kind)
+      assert.is_nil(text:find("\n  context_parallel_algo:", 1, true))
+      assert.is_true(has_note(notes, "NOT EXPRESSIBLE in MindFormers: cp_comm_type " .. kind .. ": "), kind)
+    end
     -- Qwen3-1.7B ties its embeddings (config.json tie_word_embeddings true)
     assert.are.same({ "True", "False" }, { mc(text, "tie_word_embeddings"),
       mc(text, "untie_embeddings_and_output_weights") })

@@ -591,25 +591,23 @@ function M.lacks_notes(lacks, closest, fam_lacks, N)
     "offsets and seq_length are written: merge them into the model's own MindFormers YAML")
 end
 
---- Context parallelism of the use_legacy False models
--- (transformer_config_utils.py get_cp_comm_type @ fd4deebc):
--- context_parallel_algo colossalai_cp -> cp_comm_type all_gather,
--- ulysses_cp -> a2a; ring attention (p2p) NOT EXPRESSIBLE (colossalai_cp
--- written).
+--- Context parallelism of the use_legacy False models (fd4deebc): their
+-- flash attention splits the sequence over context_parallel in its
+-- sharding strategy (flash_attention.py _generate_flash_attention_strategy)
+-- and MindSpore's semi-auto parallel gathers K/V: cp_comm_type all_gather.
+-- No context_parallel_algo is written: the cp_comm_type it maps to
+-- (get_cp_comm_type) is read by no training layer, and the Ulysses split
+-- is fixed at 1 (attention.py:144 cp_ds = 1; MLA's ulysses_degree_in_cp
+-- not written): a2a and ring attention (p2p) NOT EXPRESSIBLE.
 -- @tparam table r strategy record
--- @tparam function K key writer
 -- @tparam function N note writer
-function M.mcore_cp_keys(r, K, N)
-  if r.cp_comm_type == "a2a" then
-    K("parallel_config.context_parallel_algo", "ulysses_cp", "heads scattered by all-to-all")
-    return
+function M.mcore_cp_notes(r, N)
+  local kind = r.cp_comm_type or "p2p"
+  if kind ~= "all_gather" then
+    N("NOT EXPRESSIBLE in MindFormers", ("cp_comm_type %s: the use_legacy False models split the sequence " ..
+      "over context_parallel in the flash-attention sharding and gather K/V (all_gather); no " ..
+      "context_parallel_algo changes that (cp_comm_type is read by no training layer)"):format(kind))
   end
-  if r.cp_comm_type ~= "all_gather" then
-    N("NOT EXPRESSIBLE in MindFormers", "ring attention (cp_comm_type " .. tostring(r.cp_comm_type or "p2p") ..
-      "): the use_legacy False models gather K/V (colossalai_cp: all_gather) or scatter heads (ulysses_cp); " ..
-      "colossalai_cp written")
-  end
-  K("parallel_config.context_parallel_algo", "colossalai_cp", "K/V all-gathered")
 end
 
 --- Full and selective recompute keys (LayerSetting: recompute and
@@ -774,7 +772,7 @@ function M.parallel_config_keys(c, fam, mbn, K, N)
   K("parallel_config.pipeline_stage", pp)
   K("parallel_config.context_parallel", cp)
   if cp > 1 and fam then
-    M.mcore_cp_keys(r, K, N)
+    M.mcore_cp_notes(r, N)
   elseif cp > 1 then
     if r.cp_comm_type == "all_gather" then
       N("NOT EXPRESSIBLE in MindFormers", "context parallelism with all-gathered K/V (colossalai_cp is ring attention, ulysses_cp all-to-all)")

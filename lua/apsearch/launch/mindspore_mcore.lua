@@ -151,10 +151,22 @@ function M.family(m, seq)
   local fam = mla and "deepseek_v3" or moe and "qwen3_moe" or "qwen3"
   block_lacks(m, seq, W)
   local kind = m.rope_scaling_type or "none"
-  if kind ~= "none" and kind ~= "yarn" then W(kind .. " RoPE scaling (TransformerConfig: yarn only)") end
   if fam ~= "deepseek_v3" then
+    -- gpt_model.py:204-214 builds its yarn embedding from MLA's head dims
+    if kind ~= "none" then W(kind .. " RoPE scaling (plain RoPE only without MLA)") end
     if not m.qk_norm then W("no Q/K norms (the qwen3 spec builds them)") end
     if m.qk_norm_full_width then W("Q/K norms over the whole projection (per head in qwen3)") end
+    -- attention.py:147 (head_dim apart, MultiHeadAttention still checks it)
+    if m.hidden_size % m.num_attention_heads ~= 0 then
+      W(("hidden_size %d not a multiple of %d heads (attention.py refuses it)"):format(m.hidden_size,
+        m.num_attention_heads))
+    end
+  else
+    -- MultiLatentAttention scales the softmax by _yarn_get_mscale(
+    -- rotary_scaling_factor, mscale)^2 (multi_latent_attention.py:133),
+    -- and DeepseekV3Config's defaults are yarn: plain RoPE is not written
+    if kind ~= "yarn" then W(kind .. " RoPE scaling with MLA (DeepseekV3Config: yarn)") end
+    if not moe then W("MLA without experts (DeepseekV3Config's defaults build 256 experts)") end
   end
   if fam == "qwen3_moe" then
     if (m.shared_expert_ffn_hidden_size or 0) > 0 then W("shared experts (qwen3_moe has none)") end
@@ -179,17 +191,27 @@ end
 -- writes Hugging Face's.
 -- @tparam table m model
 -- @tparam function K key writer
-local function rope_keys(m, K)
+local function rope_keys(m, K, N)
   if (m.rope_theta or 0) > 0 then K("model.model_config.rope_theta", m.rope_theta + 0.0) end
   if (m.rope_scaling_type or "none") ~= "yarn" then return end
   local hf = require "apsearch.hf"
+  -- transformers' DeepSeek yarn: mscale default 1, mscale_all_dim 0 (its
+  -- softmax factor 1 then); MultiLatentAttention's softmax factor is
+  -- mscale's, transformers' mscale_all_dim's: equal only when they are
+  local ms, md = (m.yarn_mscale or 0) > 0 and m.yarn_mscale or 1, m.yarn_mscale_all_dim or 0
+  if ms ~= md or (m.yarn_attention_factor or 0) > 0 then
+    N("NOT EXPRESSIBLE in MindFormers", ("yarn mscale %s with mscale_all_dim %s%s: MultiLatentAttention " ..
+      "scales the softmax by _yarn_get_mscale(factor, mscale)^2, transformers by mscale_all_dim's " ..
+      "(or attention_factor's); written as the config gives them"):format(tostring(ms), tostring(md),
+      (m.yarn_attention_factor or 0) > 0 and (", attention_factor " .. m.yarn_attention_factor) or ""))
+  end
   K("model.model_config.rope_scaling.type", "yarn")
   K("model.model_config.rope_scaling.factor", m.rope_scaling_factor + 0.0)
   K("model.model_config.rope_scaling.original_max_position_embeddings", hf.yarn_original(m))
   K("model.model_config.rope_scaling.beta_fast", hf.yarn_beta(m, "beta_fast"))
   K("model.model_config.rope_scaling.beta_slow", hf.yarn_beta(m, "beta_slow"))
-  K("model.model_config.rope_scaling.mscale", (m.yarn_mscale or 1) + 0.0)
-  K("model.model_config.rope_scaling.mscale_all_dim", (m.yarn_mscale_all_dim or 0) + 0.0)
+  K("model.model_config.rope_scaling.mscale", ms + 0.0)
+  K("model.model_config.rope_scaling.mscale_all_dim", md + 0.0)
 end
 
 --- The experts and router keys (TopKRouter, MoELayer; parallel_config
@@ -204,9 +226,21 @@ end
 -- @tparam function N note writer
 function M.moe_keys(c, fam, K, N)
   local r, m = c.rec, c.model
-  local tp, etp = r.tp_degree or 1, r.etp_degree or r.tp_degree or 1
-  K("parallel_config.expert_parallel", r.ep_degree or 1)
-  if etp ~= tp then K("model.model_config.expert_tensor_parallel_size", etp) end
+  local tp, ep, etp = r.tp_degree or 1, r.ep_degree or 1, r.etp_degree or r.tp_degree or 1
+  -- moe/ffn.py shard: the experts split over ep ranks of
+  -- data_parallel x model_parallel x context_parallel, each expert whole
+  local ranks = (r.dp_degree or 1) * (r.fsdp_degree or 1) * tp * (r.cp_degree or 1)
+  if ranks % ep == 0 then
+    K("parallel_config.expert_parallel", ep)
+  else
+    N("NOT EXPRESSIBLE in MindFormers", ("ep_degree = %d: expert_parallel must divide data_parallel x " ..
+      "model_parallel x context_parallel = %d (moe/ffn.py); not written"):format(ep, ranks))
+  end
+  if etp ~= 1 then
+    N("NOT EXPRESSIBLE in MindFormers", ("etp_degree = %d: the training MoE layer keeps each expert whole on " ..
+      "its rank (moe/ffn.py shards the weights over expert_parallel only); %d times the expert weights " ..
+      "estimated per GPU"):format(etp, etp))
+  end
   K(fam == "deepseek_v3" and "model.model_config.n_routed_experts" or "model.model_config.num_experts", m.num_experts)
   K("model.model_config.num_experts_per_tok", m.experts_per_token)
   K("model.model_config.moe_intermediate_size", m.moe_ffn_hidden_size)
@@ -279,12 +313,18 @@ function M.model_keys(c, fam, K, N)
   K(P .. "num_key_value_heads", m.num_query_groups or m.num_attention_heads)
   if fam == "deepseek_v3" then
     local q = m.q_lora_rank or 0
-    K(P .. "q_lora_rank", q > 0 and q or M.NULL, q > 0 and nil or "queries projected without a low rank")
+    if q > 0 then K(P .. "q_lora_rank", q)
+    else K(P .. "q_lora_rank", M.NULL, "queries projected without a low rank") end
     K(P .. "kv_lora_rank", m.kv_lora_rank)
     K(P .. "qk_nope_head_dim", m.qk_nope_head_dim)
     K(P .. "qk_rope_head_dim", m.qk_rope_head_dim)
     K(P .. "v_head_dim", m.v_head_dim)
-    K(P .. "num_nextn_predict_layers", tr.mtp_num_layers or 0)
+    K(P .. "num_nextn_predict_layers", M.mtp_layers(c, fam))
+    if (tr.mtp_num_layers or 0) > M.MAX_MTP_LAYERS then
+      N("NOT EXPRESSIBLE in MindFormers", ("training.mtp_num_layers = %d: TransformerConfig takes at most %d " ..
+        "(transformer_config.py:428); %d written (less time and memory than estimated)"):format(
+        tr.mtp_num_layers, M.MAX_MTP_LAYERS, M.MAX_MTP_LAYERS))
+    end
   else
     K(P .. "head_dim", m.head_dim or m.hidden_size // m.num_attention_heads)
     K(P .. "qk_layernorm", true, "per-head Q/K RMSNorm")
@@ -298,12 +338,16 @@ function M.model_keys(c, fam, K, N)
   if m.tie_word_embeddings and fam == "deepseek_v3" then
     N("NOT EXPRESSIBLE in MindFormers", "tied embeddings: the DeepSeek-V3 GPTModel keeps its own output layer")
   end
-  rope_keys(m, K)
+  rope_keys(m, K, N)
   local a, h = launch_util.dropout_probs(tr)
   K(P .. "attention_dropout", a + 0.0)
   K(P .. "hidden_dropout", h + 0.0)
   if (m.num_experts or 0) > 0 then M.moe_keys(c, fam, K, N) end
 end
+
+--- The most MTP layers TransformerConfig takes ("only supports ...
+-- mtp_num_layers = 1", transformer_config.py:428-432 @ fd4deebc).
+M.MAX_MTP_LAYERS = 1
 
 --- Decoder and MTP layers LayerSetting places: DeepSeek-V3's GPTModel
 -- gives LayerSetting num_layers + num_nextn_predict_layers, the MTP
@@ -314,7 +358,7 @@ end
 -- @treturn integer MTP layers LayerSetting counts (0 without)
 function M.mtp_layers(c, fam)
   if fam ~= "deepseek_v3" then return 0 end
-  return c.training.mtp_num_layers or 0
+  return math.min(c.training.mtp_num_layers or 0, M.MAX_MTP_LAYERS)
 end
 
 return M

@@ -1013,7 +1013,6 @@ M.mindformers = {
     ["model.model_config.routed_scaling_factor"] = { type = "float", min = 0 },
     ["model.model_config.aux_loss_types"] = { type = "strings", values = { expert = true } },
     ["model.model_config.aux_loss_factors"] = { type = "floats" },
-    ["model.model_config.expert_tensor_parallel_size"] = { type = "int", min = 1 },
   },
 }
 

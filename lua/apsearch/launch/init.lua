@@ -517,6 +517,37 @@ function M.llama_block_features(m)
   return out
 end
 
+--- What a Llama-style decoder block of an engine (SwiGLU gated by SiLU,
+-- RMSNorm without a bias, RoPE in every attention layer, causal attention
+-- over the whole context, attention mixers only) lacks of a model: each
+-- part as a short phrase with the engine's reason in parentheses, then
+-- M.llama_block_features and M.llama4_features.  Read by TorchTitan's
+-- builders (torchtitan.block_lacks) and MindFormers' use_legacy False
+-- models (mindspore_mcore.family).
+-- @tparam table m model
+-- @tparam integer|nil seq training seq_length (chunked attention counts
+--   beyond its chunk, M.llama4_features; nil: unknown)
+-- @tparam table why the engine's reason per part: mlp, glu, norm,
+--   norm_bias, window, positions, mamba, gdn
+-- @treturn table phrases (empty: none)
+function M.decoder_block_lacks(m, seq, why)
+  local out = {}
+  local function W(part, what) out[#out + 1] = what .. " (" .. why[part] .. ")" end
+  if m.mlp and m.mlp ~= "swiglu" then W("mlp", tostring(m.mlp) .. " MLP") end
+  if (m.glu_activation or "silu") ~= "silu" then W("glu", tostring(m.glu_activation) .. "-gated MLP") end
+  if m.norm and m.norm ~= "rmsnorm" then W("norm", tostring(m.norm)) end
+  if m.norm_bias then W("norm_bias", "norm biases") end
+  if (m.sliding_window or 0) > 0 then W("window", "a sliding window") end
+  if m.position_embedding and m.position_embedding ~= "rope" then
+    W("positions", tostring(m.position_embedding) .. " positions")
+  end
+  if m.hybrid_layer_pattern then W("mamba", "hybrid Mamba-2 layers") end
+  if M.has_gated_deltanet(m) then W("gdn", "Gated DeltaNet layers") end
+  for _, what in ipairs(M.llama_block_features(m)) do out[#out + 1] = what end
+  for _, what in ipairs(M.llama4_features(m, seq or 0)) do out[#out + 1] = what end
+  return out
+end
+
 --- Llama 4's attention and router features present in a model, for the
 -- engines that lack them (TorchTitan, MindFormers: each says so in a NOT
 -- EXPRESSIBLE line); chunked attention only when the sequence is longer

@@ -113,29 +113,26 @@ end
 -- Face's 'silu' (gate and up split, SiLU on the gate).
 M.HIDDEN_ACT = { qwen3 = "swiglu", qwen3_moe = "silu", deepseek_v3 = "silu" }
 
+--- Why these families' blocks lack each part (launch.decoder_block_lacks).
+M.BLOCK_LACKS_WHY = {
+  mlp = "the families' MLPs are gated", glu = "SiLU gate", norm = "RMSNorm", norm_bias = "RMSNorm has none",
+  window = "the training graph attends causally", positions = "RoPE", mamba = "no Mamba-2 model",
+  gdn = "no Gated DeltaNet model",
+}
 
 --- What a block of these families lacks (the reasons none builds the
--- model): launch.llama_block_features and llama4_features, and the parts
--- GPTModel's local spec has no key for here.
+-- model): launch.decoder_block_lacks, and the parts GPTModel's local
+-- spec has no key for here.
 -- @tparam table m model
 -- @tparam integer seq training seq_length (0: unknown)
 -- @tparam function W reason writer
 local function block_lacks(m, seq, W)
-  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " MLP (the families' MLPs are gated)") end
-  if (m.glu_activation or "silu") ~= "silu" then W(tostring(m.glu_activation) .. "-gated MLP (SiLU gate)") end
-  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (RMSNorm)") end
-  if m.norm_bias then W("norm biases") end
+  for _, what in ipairs(launch_util.decoder_block_lacks(m, seq, M.BLOCK_LACKS_WHY)) do W(what) end
   if m.attn_out_bias or m.mlp_bias then W("output-projection or MLP biases (add_bias_linear False)") end
-  if (m.sliding_window or 0) > 0 then W("a sliding window (the training graph attends causally)") end
-  if m.position_embedding and m.position_embedding ~= "rope" then W(tostring(m.position_embedding) .. " positions") end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then W("partial RoPE (rotary_percent 1.0 only)") end
-  if m.hybrid_layer_pattern then W("hybrid Mamba-2 layers") end
-  if launch_util.has_gated_deltanet(m) then W("Gated DeltaNet layers") end
   if (m.index_n_heads or 0) > 0 then W("the DeepSeek Sparse Attention indexer") end
   if m.moe_router_linear_bias or m.moe_router_input_probs then W("a router of its own (bias or input scaling)") end
   if m.shared_expert_gate then W("the shared experts' sigmoid gate") end
-  for _, what in ipairs(launch_util.llama_block_features(m)) do W(what) end
-  for _, what in ipairs(launch_util.llama4_features(m, seq or 0)) do W(what) end
 end
 
 --- The family that builds a model as apsearch prices it: deepseek_v3 for

@@ -561,6 +561,13 @@ function M.family_flavor(fam, m, tied)
   return fam.default_flavor, true
 end
 
+--- Why the TorchTitan blocks lack each part (launch.decoder_block_lacks).
+M.BLOCK_LACKS_WHY = {
+  mlp = "FeedForward and GroupedExperts are SwiGLU", glu = "FeedForward and GroupedExperts gate with SiLU",
+  norm = "the blocks use RMSNorm", norm_bias = "RMSNorm has none", window = "causal attention over the whole context",
+  positions = "RoPE in every attention layer", mamba = "no Mamba-2 model", gdn = "no Gated DeltaNet model",
+}
+
 --- What none of the TorchTitan decoder blocks apsearch writes has (HEAD's
 -- llama3, qwen3 and deepseek_v3 blocks, models/common @ b5bcd76c, and the
 -- releases' llama3: SwiGLU gated by SiLU, RMSNorm without a bias, RoPE in
@@ -572,24 +579,7 @@ end
 --   beyond its chunk, launch.llama4_features; nil: unknown)
 -- @treturn table phrases (empty: none)
 function M.block_lacks(m, seq)
-  local out = {}
-  local function W(t) out[#out + 1] = t end
-  if m.mlp and m.mlp ~= "swiglu" then W(tostring(m.mlp) .. " MLP (FeedForward and GroupedExperts are SwiGLU)") end
-  if (m.glu_activation or "silu") ~= "silu" then
-    W(tostring(m.glu_activation) .. "-gated MLP (FeedForward and GroupedExperts gate with SiLU)")
-  end
-  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (the blocks use RMSNorm)") end
-  if m.norm_bias then W("norm biases (RMSNorm has none)") end
-  if (m.sliding_window or 0) > 0 then W("a sliding window (causal attention over the whole context)") end
-  if m.position_embedding and m.position_embedding ~= "rope" then
-    W(tostring(m.position_embedding) .. " positions (RoPE in every attention layer)")
-  end
-  if m.hybrid_layer_pattern then W("hybrid Mamba-2 layers (no Mamba-2 model)") end
-  local launch = require "apsearch.launch"
-  if launch.has_gated_deltanet(m) then W("Gated DeltaNet layers (no Gated DeltaNet model)") end
-  for _, what in ipairs(launch.llama_block_features(m)) do W(what) end
-  for _, what in ipairs(launch.llama4_features(m, seq or 0)) do W(what) end
-  return out
+  return require("apsearch.launch").decoder_block_lacks(m, seq, M.BLOCK_LACKS_WHY)
 end
 
 --- What a decoder block of the qwen3 and deepseek_v3 families lacks

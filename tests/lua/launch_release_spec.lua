@@ -120,7 +120,7 @@ local function files(example, opts)
       local rec = r.top_k_strategies[f.rank]
       local t, comments = parse_toml(f.text)
       out[#out + 1] = { rec = rec, toml = t, text = f.text, comments = comments, differs = f.differs, name = f.name,
-        stages = r.stage_summary[f.rank].stages, training = r.inputs.training }
+        stages = r.stage_summary[f.rank].stages, training = r.inputs.training, model = p.model }
     end
   end
   return out
@@ -183,7 +183,8 @@ local function check_values(f)
   local compile = tr.torch_compile == true
   assert.are.equal(compile, t.compile.enable)
   assert.are.equal(tr.precision == "fp8", t.model.converters ~= nil and t.model.converters[1] == "quantize.linear.float8")
-  assert.are.equal("llama3", t.model.name)
+  local rel = options.torchtitan_releases[TAG]
+  assert.are.equal(toml_writer.model_name(rel, f.model), t.model.name)
 end
 
 describe("launch: TorchTitan release job files (--torchtitan-version)", function()
@@ -326,6 +327,43 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     -- without PP, no such line
     local fs1 = files("llama3_70b_h100.lua", { set = { "model=qwen2.5-7b" }, fix = { "pp_degree=1" } })
     assert.is_nil(table.concat(fs1[1].differs, "\n"):find("pipeline keys below", 1, true))
+  end)
+
+  it("names the release's qwen3 and its flavour for Qwen3 (dense 32B, tied 1.7B); no pipeline there", function()
+    -- qwen3_args at v0.2.2: "32B" (dim 5120, 64 layers, 64 heads, 8 kv, 25600), "1.7B" (2048, 28 layers,
+    -- 16 heads, 8 kv, 6144, enable_weight_tying); head_dim 128, theta 1e6, norm_eps 1e-6 as config.json's
+    for _, t in ipairs({ { "qwen3-32b", "32B" }, { "qwen3-1.7b", "1.7B" } }) do
+      local fs = files(LLAMA8, { set = { "model=" .. t[1] }, fix = { "pp_degree=1" } })
+      for _, f in ipairs(fs) do
+        check_keys(f.toml)
+        check_values(f)
+        assert.are.same({ "qwen3", t[2] }, { f.toml.model.name, f.toml.model.flavor })
+        assert.are.same({}, f.differs)
+      end
+    end
+    -- get_train_spec: pipelining_fn None, so train.py raises on PP > 1
+    local fs = files("llama3_70b_h100.lua", { set = { "model=qwen3-32b" }, fix = { "pp_degree=2" } })
+    assert.are.equal("qwen3", fs[1].toml.model.name)
+    assert.truthy(table.concat(fs[1].differs, "\n"):find("pipeline parallelism (pipeline_parallel_degree 2): " ..
+      "the release's qwen3 TrainSpec has no pipelining_fn", 1, true))
+  end)
+
+  it("names qwen3's 30B-A3B for Qwen3-30B-A3B and says how its routing differs", function()
+    local fs = files("qwen3_30b_a3b_h100.lua", { set = { "training.framework=fsdp2", "training.precision=fp8",
+      "search_space.zero_stage=0" }, fix = { "pp_degree=1", "tp_degree=1" } })
+    local f = fs[1]
+    check_keys(f.toml)
+    assert.are.same({ "qwen3", "30B-A3B" }, { f.toml.model.name, f.toml.model.flavor })
+    assert.are.equal(f.rec.ep_degree, f.toml.parallelism.expert_parallel_degree)
+    -- the router's gate stays bf16 with the lm_head (TokenChoiceTopKRouter.gate, an nn.Linear)
+    assert.are.same({ "output", "moe.router.gate" }, f.toml["quantize.linear.float8"].filter_fqns)
+    local joined = table.concat(f.differs, "\n")
+    -- MoEArgs.load_balance_coeff 1e-3 (an expert bias), no auxiliary loss (config.json's 0.001),
+    -- GroupedExperts outside quantize.linear
+    assert.truthy(joined:find("the release's flavours add an expert bias to choose the experts", 1, true))
+    assert.truthy(joined:find("the load-balancing loss (coefficient 0.001)", 1, true))
+    assert.truthy(joined:find("GroupedExperts stay bf16", 1, true))
+    assert.is_nil(joined:find("model's shape", 1, true))
   end)
 
   it("run --torchtitan-version: the files, the recorded input, the refused value, --launchable", function()

@@ -786,7 +786,8 @@ M.torchtitan_releases = {
       repo = "pytorch/torchtitan", path = "torchtitan/config/job_config.py", tag = "v0.2.2",
       commit = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", date = "2026-02-20",
       note = "JobConfig dataclasses (job_config.py), ConfigManager TOML loading (manager.py), llama3_args " ..
-        "(models/llama3/__init__.py), converters (components/quantization), pipeline split " ..
+        "(models/llama3/__init__.py), qwen3_args (models/qwen3/__init__.py), converters " ..
+        "(components/quantization), pipeline split " ..
         "(distributed/pipeline_parallel.py), layer / op SAC (distributed/activation_checkpoint.py), " ..
         "run_train.sh; the last release before TOML files gave way to Python config modules (9810191b)",
     },
@@ -795,15 +796,53 @@ M.torchtitan_releases = {
     -- MXLinear.recipe_name's default and docstring example
     mx_recipe = "mxfp8_cublas",
     output = "output",
-    flavors = {
-      ["8B"] = { dim = 4096, n_layers = 32, n_heads = 32, n_kv_heads = 8, hidden_dim = 14336 },
-      ["70B"] = { dim = 8192, n_layers = 80, n_heads = 64, n_kv_heads = 8, hidden_dim = 28672 },
-      ["405B"] = { dim = 16384, n_layers = 126, n_heads = 128, n_kv_heads = 8, hidden_dim = 53248 },
+    -- the MoE router's linear (models/moe/moe.py TokenChoiceTopKRouter.gate)
+    router_gate = "moe.router.gate",
+    -- the models a job file names (model.name, train_spec name), each with
+    -- its flavours' shapes (a flavour's entry: the fields it fixes; a
+    -- numeric there overrides `common`), the numerics every flavour shares
+    -- (`common`), whether it has per-head Q/K norms and whether its
+    -- TrainSpec has a pipelining_fn (train.py refuses PP without one)
+    models = {
+      -- models/llama3/__init__.py llama3_args (TransformerModelArgs defaults,
+      -- RoPEScalingArgs)
+      llama3 = {
+        flavors = {
+          ["8B"] = { dim = 4096, n_layers = 32, n_heads = 32, n_kv_heads = 8, hidden_dim = 14336 },
+          ["70B"] = { dim = 8192, n_layers = 80, n_heads = 64, n_kv_heads = 8, hidden_dim = 28672 },
+          ["405B"] = { dim = 16384, n_layers = 126, n_heads = 128, n_kv_heads = 8, hidden_dim = 53248 },
+        },
+        common = { vocab_size = 128256, tie_word_embeddings = false, rope_theta = 500000,
+          rope_scaling_type = "llama3", rope_scaling_factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+          original_max_position_embeddings = 8192, norm_eps = 1e-5, num_experts = 0 },
+        qk_norm = false, pipelining = true,
+      },
+      -- models/qwen3/__init__.py qwen3_args and model/args.py Qwen3ModelArgs
+      -- (norm_eps 1e-6, qk_norm, head_dim 128, unscaled RoPE; the MoE
+      -- flavours' MoEArgs: softmax scores, route_norm, no shared expert,
+      -- load_balance_coeff left at its 1e-3: an expert bias); get_train_spec:
+      -- pipelining_fn None
+      qwen3 = {
+        flavors = {
+          ["0.6B"] = { dim = 1024, n_layers = 28, n_heads = 16, n_kv_heads = 8, hidden_dim = 3072,
+            tie_word_embeddings = true },
+          ["1.7B"] = { dim = 2048, n_layers = 28, n_heads = 16, n_kv_heads = 8, hidden_dim = 6144,
+            tie_word_embeddings = true },
+          ["4B"] = { dim = 2560, n_layers = 36, n_heads = 32, n_kv_heads = 8, hidden_dim = 9728,
+            tie_word_embeddings = true },
+          ["8B"] = { dim = 4096, n_layers = 36, n_heads = 32, n_kv_heads = 8, hidden_dim = 12288 },
+          ["14B"] = { dim = 5120, n_layers = 40, n_heads = 40, n_kv_heads = 8, hidden_dim = 17408 },
+          ["32B"] = { dim = 5120, n_layers = 64, n_heads = 64, n_kv_heads = 8, hidden_dim = 25600 },
+          ["30B-A3B"] = { dim = 2048, n_layers = 48, n_heads = 32, n_kv_heads = 4, num_experts = 128,
+            top_k = 8, moe_inter_dim = 768 },
+          ["235B-A22B"] = { dim = 4096, n_layers = 94, n_heads = 64, n_kv_heads = 4, num_experts = 128,
+            top_k = 8, moe_inter_dim = 1536, rope_theta = 5000000 },
+        },
+        common = { vocab_size = 151936, tie_word_embeddings = false, head_dim = 128, rope_theta = 1000000,
+          rope_scaling_type = "none", norm_eps = 1e-6, num_experts = 0, load_balance_coeff = 1e-3 },
+        qk_norm = true, pipelining = false,
+      },
     },
-    -- every flavour's (TransformerModelArgs defaults, RoPEScalingArgs)
-    flavor_common = { vocab_size = 128256, tie_word_embeddings = false, rope_theta = 500000,
-      rope_scaling_type = "llama3", rope_scaling_factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
-      original_max_position_embeddings = 8192, norm_eps = 1e-5 },
   },
 }
 

@@ -15,15 +15,18 @@
 --
 -- Mapping (apsearch strategy / training field -> TOML key):
 --
--- * the model -> [model] name "llama3", flavor: the release's llama3
---   flavour with the model's shape and numerics (options flavors, 8B /
---   70B / 405B); any other model NOT EXPRESSIBLE (the release's TOML picks
---   a flavour, it cannot give a shape, RoPE or norm epsilon); MoE models
---   NOT WRITTEN (start from the release's MoE TOMLs)
+-- * the model -> [model] name and flavor: the release's qwen3 for a
+--   model with per-head Q/K norms (flavours 0.6B to 32B, 30B-A3B and
+--   235B-A22B; no pipeline parallelism: its TrainSpec has no
+--   pipelining_fn), else llama3 (8B / 70B / 405B), the flavour with the
+--   model's shape and numerics (options models); any other model NOT
+--   EXPRESSIBLE (the release's TOML picks a flavour, it cannot give a
+--   shape, RoPE, norm epsilon or routing); MoE models other than
+--   qwen3's NOT WRITTEN (start from the release's MoE TOMLs)
 -- * dp_degree -> parallelism.data_parallel_replicate_degree, fsdp_degree
 --   -> data_parallel_shard_degree, reshard_after_forward ->
 --   fsdp_reshard_after_forward "always" | "never"
--- * tp_degree -> tensor_parallel_degree (the release's llama3 TP always
+-- * tp_degree -> tensor_parallel_degree (the release's llama3 and qwen3 TP always
 --   shards the norms over the sequence: sequence_parallel = false NOT
 --   EXPRESSIBLE); tp_comm_overlap -> enable_async_tensor_parallel (needs
 --   the model compiled, distributed/tensor_parallel.py maybe_enable_async_tp)
@@ -63,10 +66,6 @@ M.releases = { "v0.2.2" }
 -- theta, scaling factors, norm epsilon), relative.
 M.NUMERIC_RTOL = 1e-9
 
---- The release's model name for the dense decoder it builds
--- (torchtitan/models/llama3, train_spec name "llama3").
-M.MODEL_NAME = "llama3"
-
 --- TOML basic string (escapes backslash, quote and control characters).
 -- @tparam string s
 -- @treturn string
@@ -102,74 +101,164 @@ local function close(a, b)
   return math.abs(a - b) <= M.NUMERIC_RTOL * math.max(math.abs(a), math.abs(b))
 end
 
---- The release's llama3 flavour for a model and what of the model it
--- cannot build: the flavour whose shape is the model's (by the name's
--- size suffix first), and a list of differences (shape, numerics, layer
--- features) when the model is not exactly one of them.
+--- The release's model a model is written as: qwen3 for a model with
+-- per-head Q/K norms and neither MLA nor attention sinks (the release's
+-- Qwen3 block), else llama3.
+-- @tparam table rel an entry of options.torchtitan_releases
+-- @tparam table m model
+-- @treturn string model name (a key of rel.models)
+function M.model_name(rel, m)
+  if m.qk_norm and rel.models.qwen3 and (m.kv_lora_rank or 0) == 0 and not m.attention_sinks then
+    return "qwen3"
+  end
+  return "llama3"
+end
+
+-- the model's fields a flavour fixes, by the release's argument names
+local function model_shape(m)
+  local H, nh = m.hidden_size, m.num_attention_heads
+  local moe = (m.num_experts or 0) > 0
+  return { dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
+    hidden_dim = not moe and m.ffn_hidden_size or nil, tie_word_embeddings = m.tie_word_embeddings == true,
+    num_experts = m.num_experts or 0, top_k = moe and m.experts_per_token or nil,
+    moe_inter_dim = moe and m.moe_ffn_hidden_size or nil }
+end
+
+-- flavour f of model spec `ms`: its own fields over the model's common ones
+local function flavor_spec(ms, f)
+  local fs = {}
+  for k, v in pairs(ms.common) do fs[k] = v end
+  for k, v in pairs(ms.flavors[f]) do fs[k] = v end
+  return fs
+end
+
+-- the structural fields of flavour spec `fs` that differ from `shape`
+local STRUCTURAL = { "dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "num_experts", "top_k",
+  "moe_inter_dim", "tie_word_embeddings" }
+local function fits(fs, shape)
+  for _, k in ipairs(STRUCTURAL) do
+    if fs[k] ~= nil and shape[k] ~= fs[k] then return false end
+  end
+  return true
+end
+
+-- the nearest flavour of `names`: the model's layer count first (the
+-- pipeline keys are the estimate's split of the model's layers; on a
+-- flavour with another count the release refuses them or splits other
+-- layers, pipeline_parallel.py pipeline_llm), then dense or MoE as the
+-- model, then the most other shape fields, then the nearest dim
+local function nearest(ms, names, shape)
+  local best, gap, pick = -1, math.huge, nil
+  for _, f in ipairs(names) do
+    local fs, score = flavor_spec(ms, f), 0
+    if fs.n_layers == shape.n_layers then score = score + 100 end
+    if ((fs.num_experts or 0) > 0) == (shape.num_experts > 0) then score = score + 10 end
+    for _, k in ipairs({ "dim", "n_heads", "n_kv_heads", "hidden_dim", "moe_inter_dim" }) do
+      if fs[k] ~= nil and fs[k] == shape[k] then score = score + 1 end
+    end
+    local d = math.abs(fs.dim - shape.dim)
+    if score > best or (score == best and d < gap) then best, gap, pick = score, d, f end
+  end
+  return pick
+end
+
+-- "28 layers, dim 1024, 16 heads, 8 kv heads, SwiGLU 3072" (or the experts)
+local function describe_shape(t)
+  local s = string.format("%d layers, dim %d, %d heads, %d kv heads", t.n_layers, t.dim, t.n_heads, t.n_kv_heads)
+  if (t.num_experts or 0) > 0 then
+    return s .. string.format(", %d experts of %s, top %s", t.num_experts, tostring(t.moe_inter_dim),
+      tostring(t.top_k))
+  end
+  return s .. ", SwiGLU " .. tostring(t.hidden_dim) .. (t.tie_word_embeddings and ", tied" or "")
+end
+
+-- what the release's qwen3 MoE (moe.py MoE, TokenChoiceTopKRouter: softmax
+-- scores, route_norm, route_scale 1, no groups, an expert bias from
+-- load_balance_coeff 1e-3; every layer MoE, no shared expert, no
+-- auxiliary loss) routes or builds otherwise than the model
+local function qwen3_moe_diffs(m, fs, D)
+  local pattern = require("apsearch.core").model_params(m).moe_pattern or {}
+  for _, v in ipairs(pattern) do
+    if v ~= 1 then D("dense layers beside the MoE ones: the release's MoE flavours make every layer MoE") break end
+  end
+  if (m.shared_expert_ffn_hidden_size or 0) > 0 then D("shared experts: the release's qwen3 flavours have none") end
+  if m.moe_router_pre_softmax then D("top-k weights not renormalised (norm_topk_prob false): route_norm is True") end
+  if (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor ~= 1 then
+    D("routed_scaling_factor " .. tostring(m.moe_router_topk_scaling_factor) .. ": route_scale is 1")
+  end
+  if (m.moe_router_num_groups or 0) > 0 then D("group-limited routing: the flavours have no expert groups") end
+  if m.moe_router_bias and not m.moe_router_softmax_bias then
+    D("sigmoid router scores: the flavours score by softmax")
+  end
+  if not m.moe_router_bias then
+    D(string.format("routing by the scores alone: the release's flavours add an expert bias to choose the experts " ..
+      "(MoEArgs.load_balance_coeff %s, updated by the optimizer's pre-step hook)", tostring(fs.load_balance_coeff)))
+  end
+  if (m.moe_aux_loss_coeff or 0) > 0 then
+    D("the load-balancing loss (coefficient " .. tostring(m.moe_aux_loss_coeff) .. "): the release's MoE has " ..
+      "none; --set model.moe_aux_loss_coeff=0 estimates the job without it")
+  end
+end
+
+--- The release's model and flavour for a model, and what of the model it
+-- cannot build: the model by M.model_name, the flavour whose shape is the
+-- model's (by the name's size suffix first: Qwen3-32B's "32B"), and a list
+-- of differences (shape, numerics, layer features, routing) when the model
+-- is not exactly one of them.
 -- @tparam table rel an entry of options.torchtitan_releases
 -- @tparam table m model
 -- @tparam[opt] integer seq training seq_length (chunked attention counts
 --   beyond its chunk; nil: unknown)
+-- @treturn string the model's name (model.name)
 -- @treturn string flavour written (the matching one, else the named size,
---   else the one with the model's layer count and most shape fields, else 8B)
+--   else the nearest: its layer count, dense or MoE, most shape fields)
 -- @treturn table differences, text each (empty when the model is the flavour)
 function M.flavor(rel, m, seq)
-  local H, nh = m.hidden_size, m.num_attention_heads
-  local shape = { dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
-    hidden_dim = m.ffn_hidden_size }
-  local function fits(f)
-    for k, v in pairs(rel.flavors[f]) do if shape[k] ~= v then return false end end
-    return true
-  end
+  local name = M.model_name(rel, m)
+  local ms = rel.models[name]
+  local shape = model_shape(m)
   local names = {}
-  for f in pairs(rel.flavors) do names[#names + 1] = f end
+  for f in pairs(ms.flavors) do names[#names + 1] = f end
   table.sort(names)
-  local size = tostring(m.name or ""):lower():match("%-(%d+b)$") or tostring(m.name or ""):lower():match("%-(%d+b)%-")
-  local named = size and rel.flavors[size:upper()] and size:upper()
+  local lname = tostring(m.name or ""):lower()
+  local size = lname:match("%-([%d%.]+b%-a[%d%.]+b)$") or lname:match("%-([%d%.]+b%-a[%d%.]+b)%-") or
+    lname:match("%-([%d%.]+b)$") or lname:match("%-([%d%.]+b)%-")
+  local named = size and ms.flavors[size:upper()] and size:upper()
   local flavor
-  if named and fits(named) then flavor = named end
-  for _, f in ipairs(names) do if not flavor and fits(f) then flavor = f end end
+  if named and fits(flavor_spec(ms, named), shape) then flavor = named end
+  for _, f in ipairs(names) do if not flavor and fits(flavor_spec(ms, f), shape) then flavor = f end end
   local diffs = {}
   local function D(t) diffs[#diffs + 1] = t end
-  if not flavor and not named then
-    -- the nearest flavour: the model's layer count first (the pipeline keys
-    -- below are the estimate's split of the model's layers; on a flavour
-    -- with another count the release refuses them or splits other layers,
-    -- pipeline_parallel.py pipeline_llm), then the most other shape fields
-    local best = 0
-    for _, f in ipairs(names) do
-      local fs, score = rel.flavors[f], 0
-      if fs.n_layers == shape.n_layers then score = score + 10 end
-      for _, k in ipairs({ "dim", "n_heads", "n_kv_heads", "hidden_dim" }) do
-        if fs[k] == shape[k] then score = score + 1 end
-      end
-      if score > best then best, named = score, f end
-    end
-  end
   if not flavor then
-    flavor = named or "8B"
-    local fs = rel.flavors[flavor]
-    D(string.format("the model's shape (%d layers, dim %d, %d heads, %d kv heads, SwiGLU %s): the " ..
-      "release's llama3 flavours are %s; written as flavour %s (%d layers, dim %d, %d heads, %d kv, SwiGLU %d)",
-      shape.n_layers, shape.dim, shape.n_heads, shape.n_kv_heads, tostring(shape.hidden_dim),
-      table.concat(names, ", "), flavor, fs.n_layers, fs.dim, fs.n_heads, fs.n_kv_heads, fs.hidden_dim))
+    flavor = named or nearest(ms, names, shape)
+    local fs = flavor_spec(ms, flavor)
+    D(string.format("the model's shape (%s): the release's %s flavours are %s; written as flavour %s (%s)",
+      describe_shape(shape), name, table.concat(names, ", "), flavor, describe_shape(fs)))
   end
-  local fc = rel.flavor_common
+  local fc = flavor_spec(ms, flavor)
   if m.vocab_size ~= fc.vocab_size then
     D(string.format("vocabulary %s: the flavours' is %d", tostring(m.vocab_size), fc.vocab_size))
   end
-  if m.tie_word_embeddings then D("tied embeddings: the flavours are untied") end
-  if (m.head_dim or H // nh) ~= H // nh then D("head_dim " .. m.head_dim .. " other than dim // heads") end
+  local H, nh = m.hidden_size, m.num_attention_heads
+  local hd = m.head_dim or H // nh
+  local want_hd = fc.head_dim or fc.dim // fc.n_heads
+  if hd ~= want_hd then
+    D(string.format("head_dim %d: the flavour's is %d%s", hd, want_hd, fc.head_dim and "" or " (dim // heads)"))
+  end
+  local titan = require "apsearch.launch.torchtitan"
   local theta = m.rope_theta or 0
   if theta > 0 and not close(theta, fc.rope_theta) then
-    D(string.format("RoPE theta %s: the flavours' is %d", require("apsearch.launch.torchtitan").pyfloat(theta),
-      fc.rope_theta))
+    D(string.format("RoPE theta %s: the flavour's is %d", titan.pyfloat(theta), fc.rope_theta))
   end
   local kind = m.rope_scaling_type or "none"
   if kind ~= fc.rope_scaling_type then
-    D((kind == "none" and "no" or kind) .. " RoPE scaling: the release always applies llama3 scaling " ..
-      "(factor 8, 1, 4, 8192; precompute_freqs_cis)")
-  else
+    if fc.rope_scaling_type == "none" then
+      D(kind .. " RoPE scaling: the release's " .. name .. " RoPE is unscaled")
+    else
+      D((kind == "none" and "no" or kind) .. " RoPE scaling: the release always applies llama3 scaling " ..
+        "(factor 8, 1, 4, 8192; precompute_freqs_cis)")
+    end
+  elseif kind == "llama3" then
     for _, k in ipairs({ { "rope_scaling_factor", "scaling factor" }, { "low_freq_factor", "low_freq_factor" },
       { "high_freq_factor", "high_freq_factor" }, { "original_max_position_embeddings", "original context" } }) do
       local v = m[k[1]]
@@ -182,11 +271,13 @@ function M.flavor(rel, m, seq)
     D(string.format("norm epsilon %s: the flavours' is %s", tostring(m.norm_eps), tostring(fc.norm_eps)))
   end
   if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
-  if m.qk_norm then D("qk-norm: the llama3 model has none") end
+  if m.qk_norm and not ms.qk_norm then D("qk-norm: the " .. name .. " model has none") end
+  if m.qk_norm_full_width then D("Q/K norms over the whole projection: the release's qwen3 normalises each head") end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
+  if name == "qwen3" and shape.num_experts > 0 and (fc.num_experts or 0) > 0 then qwen3_moe_diffs(m, fc, D) end
   -- what no TorchTitan block has (GeGLU, LayerNorm, windows, Mamba-2, ...)
-  for _, what in ipairs(require("apsearch.launch.torchtitan").block_lacks(m, seq)) do D(what) end
-  return flavor, diffs
+  for _, what in ipairs(titan.block_lacks(m, seq)) do D(what) end
+  return name, flavor, diffs
 end
 
 --- Layer-frequency selective AC (`selective_ac_option = "<k>"`) giving
@@ -260,19 +351,24 @@ function M.render(c, tag)
   K("job.description", c.header[1])
 
   -- model
-  K("model.name", M.MODEL_NAME)
-  local flavor, diffs = M.flavor(rel, m, seq)
-  if (m.num_experts or 0) > 0 then
+  local name, flavor, diffs = M.flavor(rel, m, seq)
+  K("model.name", name)
+  local ms = rel.models[name]
+  if (m.num_experts or 0) > 0 and name == "llama3" then
     N("NOT WRITTEN", string.format("the %d-expert MoE model: this file names the release's llama3 (dense) " ..
       "flavour %s; start from the release's MoE job files (torchtitan/models/deepseek_v3, qwen3, llama4 " ..
       "train_configs/*.toml at %s) and copy the [parallelism] keys below", m.num_experts, flavor, tag))
   elseif #diffs > 0 then
     for _, d in ipairs(diffs) do
-      N(NE, d .. " (a job file picks a flavour of llama3_args; it sets no model shape or numerics)")
+      N(NE, d .. " (a job file picks a flavour of " .. name .. "_args; it sets no model shape or numerics)")
     end
   end
-  local fl = rel.flavors[flavor] and rel.flavors[flavor].n_layers
-  if pp > 1 and fl and fl ~= m.num_layers then
+  local fl = ms.flavors[flavor].n_layers
+  if pp > 1 and not ms.pipelining then
+    N(NE, string.format("pipeline parallelism (pipeline_parallel_degree %d): the release's %s TrainSpec has no " ..
+      "pipelining_fn, and train.py raises \"Pipeline Parallel is enabled but %s does not support pipelining\"",
+      pp, name, name))
+  elseif pp > 1 and fl ~= m.num_layers then
     N(NE, string.format("the pipeline keys below split the model's %d layers; on flavour %s's %d the release's " ..
       "pipeline_llm (torchtitan/distributed/pipeline_parallel.py at %s) refuses them or splits other layers",
       m.num_layers, flavor, fl, tag))
@@ -289,7 +385,13 @@ function M.render(c, tag)
       N(NE, "mxfp8 with tensor parallelism and a compiled model (MXLinearConverter asserts " ..
         "\"TP not yet supported with torch.compile for mxfp8\")")
     end
-  elseif prec == "nvfp4" then
+  end
+  local moe = (m.num_experts or 0) > 0 and name ~= "llama3"
+  if moe and (prec == "fp8" or prec == "mxfp8") then
+    N(NE, "the routed experts' grouped GEMMs in " .. prec .. ": quantize.linear converts nn.Linear modules " ..
+      "only, and the release's GroupedExperts stay bf16 (its prototype quantize.grouped_mm is not written)")
+  end
+  if prec == "nvfp4" then
     N(NE, "nvfp4: the release has no NVFP4 converter (quantize.linear.float8 and .mx only); written in bf16")
   end
   if gather and prec ~= "fp8" then
@@ -325,8 +427,8 @@ function M.render(c, tag)
     K("training.mixed_precision_param", "bfloat16")
   end
   if (tr.mtp_num_layers or 0) > 0 then
-    N(NE, string.format("training.mtp_num_layers = %d: no multi-token prediction in the release's llama3",
-      tr.mtp_num_layers))
+    N(NE, string.format("training.mtp_num_layers = %d: no multi-token prediction in the release's %s",
+      tr.mtp_num_layers, name))
   end
   if tr.cuda_graphs then
     N(NE, "CUDA graphs: the release has no CUDA-graph option (HEAD captures them since f84224af, 2026-08-13)")
@@ -346,7 +448,7 @@ function M.render(c, tag)
   -- tensor parallel
   K("parallelism.tensor_parallel_degree", tp)
   if tp > 1 and r.sequence_parallel == false then
-    N(NE, "tensor parallelism without sequence parallelism: the release's llama3 TP plan always shards " ..
+    N(NE, "tensor parallelism without sequence parallelism: the release's " .. name .. " TP plan always shards " ..
       "the norms and dropout over the sequence (parallelize.py apply_tp)")
   end
   if tp > 1 and tr.tp_comm_overlap == true then
@@ -398,7 +500,7 @@ function M.render(c, tag)
     end
   end
 
-  -- MoE parallelism (the model itself: NOT WRITTEN above)
+  -- MoE parallelism (a llama3-named MoE model: NOT WRITTEN above)
   if (m.num_experts or 0) > 0 then
     local ep, etp = r.ep_degree or 1, r.etp_degree or tp
     K("parallelism.expert_parallel_degree", ep)
@@ -462,7 +564,13 @@ function M.render(c, tag)
   K("compile.enable", compile or loss)
   K("compile.components", components)
 
-  -- quantisation settings (the converter is in [model])
+  -- quantisation settings (the converter is in [model]): the lm_head and
+  -- the MoE router's gate (moe.py TokenChoiceTopKRouter.gate, an
+  -- nn.Linear) stay bf16, as estimated; filter_fqns match as substrings
+  local unquantized = { rel.output }
+  if moe then unquantized[2] = rel.router_gate end
+  local unquantized_why = moe and "the lm_head and the router stay bf16, as estimated" or
+    "the lm_head stays bf16, as estimated"
   if prec == "fp8" then
     if gather and Sd > 1 then
       -- recipe_name unset: tensorwise, the only recipe that gathers in
@@ -474,10 +582,10 @@ function M.render(c, tag)
     else
       K("quantize.linear.float8.recipe_name", "rowwise")
     end
-    K("quantize.linear.float8.filter_fqns", { rel.output }, "the lm_head stays bf16, as estimated")
+    K("quantize.linear.float8.filter_fqns", unquantized, unquantized_why)
   elseif prec == "mxfp8" then
     K("quantize.linear.mx.recipe_name", rel.mx_recipe)
-    K("quantize.linear.mx.filter_fqns", { rel.output }, "the lm_head stays bf16, as estimated")
+    K("quantize.linear.mx.filter_fqns", unquantized, unquantized_why)
   end
 
   -- the file

@@ -182,8 +182,11 @@ local function parse_titan(text)
         assert(not t.model and not t.family_layers, "one model config")
         lblock = { builder = line:match("= ([%w_]+)%($") }
       elseif line:match("^    config%.model_spec%.model = .*%.build%(%)%.convert%(config%.model_spec%.model%)$") then
-        assert((t.model or t.family_layers) and not t.converter, "a converter after the model config")
-        t.converter = py_value(line:match("^    config%.model_spec%.model = (.*)%.build%(%)%.convert%("))
+        -- one per converter, in order (the MoE experts' grouped converter after the linears')
+        assert(t.model or t.family_layers, "a converter after the model config")
+        t.converters = t.converters or {}
+        t.converters[#t.converters + 1] = py_value(line:match("^    config%.model_spec%.model = (.*)%.build%(%)%.convert%("))
+        t.converter = t.converters[1]
       elseif line:match("^    config%.loss = ") then
         t.loss = line:match("^    config%.loss = ([%w_%.]+)%(")
       elseif line == "    config.parallelism.module_fqns_per_model_part = [" then
@@ -291,11 +294,11 @@ local function check_titan_facts(t)
     end
     check(t.model)
   end
-  if t.converter then
-    local spec = TT.constructors[t.converter.ctor]
-    assert.is_truthy(spec, "TorchTitan has no " .. t.converter.ctor)
-    for k, x in pairs(t.converter.args) do
-      assert.is_true(spec[k] ~= nil and options.torchtitan_value_ok(spec[k], x), t.converter.ctor .. "." .. k)
+  for _, conv in ipairs(t.converters or { t.converter }) do
+    local spec = TT.constructors[conv.ctor]
+    assert.is_truthy(spec, "TorchTitan has no " .. conv.ctor)
+    for k, x in pairs(conv.args) do
+      assert.is_true(spec[k] ~= nil and options.torchtitan_value_ok(spec[k], x), conv.ctor .. "." .. k)
     end
   end
   -- the run line: torchrun's own options, then -m torchtitan.train --module --config
@@ -1668,6 +1671,31 @@ describe("launch configs", function()
     assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: fp8_param_gather with fp8", 1, true))
     assert.truthy(tt:find("config.training.disable_cuda_graphs = False", 1, true))
     assert.truthy(tt:find("CompileConfig(enable=True", 1, true))
+  end)
+
+  it("TorchTitan: a MoE model's experts quantized by the grouped converters, its router's gate left bf16", function()
+    -- components/quantization @ b5bcd76c: the linear converters leave GroupedExperts alone and
+    -- match fqns as substrings; deepseek_v3/config_registry.py writes the pairs below
+    local fp8 = run_example("qwen3_30b_a3b_h100.lua", { set = { "training.framework=fsdp2", "training.precision=fp8",
+      "search_space.zero_stage=0", "top_k=1" }, fix = { "pp_degree=1", "tp_degree=1" } })
+    local t
+    for _, f in ipairs(launch.render_all(fp8)) do if f.engine == "torchtitan" then t = parse_titan(f.text) end end
+    assert.are.same({ "Float8LinearConverter.Config", "Float8GroupedExpertsConverter.Config" },
+      { t.converters[1].ctor, t.converters[2].ctor })
+    assert.are.same({ "lm_head", "router.gate" }, t.converters[1].args.filter_fqns)
+    local mx = run_example("deepseek_v3_h100_1024.lua", { set = { "training.framework=fsdp2",
+      "training.precision=mxfp8", "training.mtp_num_layers=0", "cluster.device=b200", "top_k=1" } })
+    local n = 0
+    for _, f in ipairs(launch.render_all(mx)) do
+      if f.engine == "torchtitan" then
+        n = n + 1
+        local u = parse_titan(f.text)
+        assert.are.same({ "attention", "shared_experts", "feed_forward" }, u.converters[1].args.fqns)
+        assert.are.equal("MXFP8GroupedExpertsConverter.Config", u.converters[2].ctor)
+        assert.are.equal(128, u.converters[2].args.pad_multiple)
+      end
+    end
+    assert.are.equal(1, n)
   end)
 
   it("write --fp4-param-gather under --use-torch-fsdp2 for NVFP4, which validate_args keeps (TE >= 2.7)", function()

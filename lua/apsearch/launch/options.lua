@@ -524,6 +524,10 @@ M.torchtitan = {
       filter_fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" },
     },
     ["MXFP8LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
+    -- components/quantization/float8.py, mx.py: the MoE experts' grouped GEMMs
+    ["Float8GroupedExpertsConverter.Config"] = { model_compile_enabled = { type = "bool" } },
+    ["MXFP8GroupedExpertsConverter.Config"] = { model_compile_enabled = { type = "bool" },
+      pad_multiple = { type = "int" } },
     ["NVFP4LinearConverter.Config"] = { fqns = { type = "list[str]" }, model_compile_enabled = { type = "bool" } },
   },
   -- HEAD's model families other than llama3, the ones a module builds a
@@ -657,7 +661,7 @@ M.torchtitan = {
     ["torchtitan.config"] = set({ "CompileConfig" }),
     ["torchtitan.components.loss"] = set({ "ChunkedLossWrapper", "CrossEntropyLoss" }),
     ["torchtitan.components.quantization"] = set({ "Float8LinearConverter", "MXFP8LinearConverter",
-      "NVFP4LinearConverter" }),
+      "NVFP4LinearConverter", "Float8GroupedExpertsConverter", "MXFP8GroupedExpertsConverter" }),
     ["torchtitan.models.common.config_utils"] = set({ "decoder_vocab_size" }),
     ["torchtitan.distributed.activation_checkpoint"] = set({ "FullAC", "SelectiveAC" }),
   },

@@ -1071,6 +1071,76 @@ end
 -- models/common @ b5bcd76c name no dropout; nor do the releases' llama3).
 M.NO_DROPOUT = "TorchTitan's llama3, qwen3, deepseek_v3 and gpt_oss models have no dropout"
 
+--- The quantisation converters of a precision, as constructor calls
+-- (components/quantization @ b5bcd76c): fp8 Float8LinearConverter
+-- (rowwise, the lm_head left bf16), mxfp8 MXFP8LinearConverter, nvfp4
+-- NVFP4LinearConverter, each on the layers' linears.  A model with experts
+-- keeps its router's gate in bf16, as estimated (the linear converters'
+-- fqns match as substrings), and has its experts' grouped GEMMs converted
+-- as the estimate prices them: Float8GroupedExpertsConverter and
+-- MXFP8GroupedExpertsConverter with pad_multiple 128 (what its CuTeDSL
+-- kernel needs on SM100), both as models/deepseek_v3/config_registry.py
+-- writes them; NVFP4 has no grouped converter (NOT EXPRESSIBLE).
+-- @tparam table m model
+-- @tparam string prec training.precision
+-- @tparam boolean compile the model compiled
+-- @tparam function import import(module, name)
+-- @tparam function N note writer
+-- @treturn table constructor calls, in the order they apply (empty: bf16)
+function M.converters(m, prec, compile, import, N)
+  local Q = "torchtitan.components.quantization"
+  local moe = (m.num_experts or 0) > 0
+  local convs = {}
+  local function add(name, args)
+    import(Q, name)
+    convs[#convs + 1] = M.ctor(name .. ".Config", args)
+  end
+  if prec == "fp8" then
+    add("Float8LinearConverter", { { "recipe_name", "rowwise" },
+      { "filter_fqns", moe and { "lm_head", "router.gate" } or { "lm_head" } }, { "model_compile_enabled", compile } })
+    if moe then add("Float8GroupedExpertsConverter", { { "model_compile_enabled", compile } }) end
+  elseif prec == "mxfp8" then
+    -- an include-list: every linear of the layers but the router's gate
+    add("MXFP8LinearConverter", { { "fqns", moe and M.MXFP8_MOE_FQNS or { "layers" } },
+      { "model_compile_enabled", compile } })
+    if moe then
+      add("MXFP8GroupedExpertsConverter", { { "model_compile_enabled", compile },
+        { "pad_multiple", M.MXFP8_GROUPED_PAD } })
+    end
+    N("NOTE", "MXFP8LinearConverter needs SM100 or later (B200, GB200, ...)")
+  elseif prec == "nvfp4" then
+    add("NVFP4LinearConverter", { { "fqns", { "layers" } }, { "model_compile_enabled", compile } })
+    N("NOTE", "NVFP4LinearConverter needs SM100 or later and parallelism.spmd_backend = \"spmd_types\" (the default)")
+    if moe then
+      N("NOT EXPRESSIBLE in TorchTitan", "the experts' grouped GEMMs in nvfp4: HEAD has no NVFP4 grouped-experts " ..
+        "converter (components/quantization/nvfp4.py converts linears); they run in bf16")
+    end
+  end
+  return convs
+end
+
+--- Lines applying converters to the config's model, in order, as
+-- model_registry applies its `converters`.
+-- @tparam table convs constructor calls (M.converters)
+-- @tparam table lines the function body (appended to)
+function M.apply_converters(convs, lines)
+  for _, conv in ipairs(convs) do
+    lines[#lines + 1] = "    config.model_spec.model = " .. conv ..
+      ".build().convert(config.model_spec.model)  # as model_registry applies converters"
+  end
+end
+
+--- MXFP8LinearConverter's fqns for a model with experts: the attention,
+-- shared experts and dense feed-forward linears, not the router's gate
+-- (models/deepseek_v3/config_registry.py deepseek_v3_debugmodel_mxfp8
+-- @ b5bcd76c).
+M.MXFP8_MOE_FQNS = { "attention", "shared_experts", "feed_forward" }
+
+--- MXFP8GroupedExpertsConverter's pad_multiple: the per-expert row
+-- padding its CuTeDSL quantization kernel needs on SM100 (mx.py Config
+-- docstring; deepseek_v3_debugmodel_mxfp8 @ b5bcd76c).
+M.MXFP8_GROUPED_PAD = 128
+
 --- Renders the config module, or for a context whose torchtitan_version
 -- is a release, that release's TOML job file
 -- (apsearch.launch.torchtitan_toml).
@@ -1155,22 +1225,10 @@ function M.render(c)
   local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
   local compile = tr.torch_compile == true or not pytorch
 
-  -- quantisation converters on the transformer layers' linears
+  -- quantisation converters on the transformer layers' linears, and on
+  -- the MoE experts' grouped GEMMs
   local prec = tr.precision
-  local conv
-  if prec == "fp8" then
-    import("torchtitan.components.quantization", "Float8LinearConverter")
-    conv = M.ctor("Float8LinearConverter.Config", {
-      { "recipe_name", "rowwise" }, { "filter_fqns", { "lm_head" } }, { "model_compile_enabled", compile } })
-  elseif prec == "mxfp8" then
-    import("torchtitan.components.quantization", "MXFP8LinearConverter")
-    conv = M.ctor("MXFP8LinearConverter.Config", { { "fqns", { "layers" } }, { "model_compile_enabled", compile } })
-    N("NOTE", "MXFP8LinearConverter needs SM100 or later (B200, GB200, ...)")
-  elseif prec == "nvfp4" then
-    import("torchtitan.components.quantization", "NVFP4LinearConverter")
-    conv = M.ctor("NVFP4LinearConverter.Config", { { "fqns", { "layers" } }, { "model_compile_enabled", compile } })
-    N("NOTE", "NVFP4LinearConverter needs SM100 or later and parallelism.spmd_backend = \"spmd_types\" (the default)")
-  end
+  local convs = M.converters(m, prec, compile, import, N)
   if tr.fp8_param_gather == true then
     N("NOT EXPRESSIBLE in TorchTitan", "fp8_param_gather with " .. tostring(prec) ..
       ": TorchTitan's float8 rowwise, MX and NVFP4 linears gather bf16 parameters " ..
@@ -1206,13 +1264,10 @@ function M.render(c)
     import(mm.fam.module, mm.fam.builder)
     import("torchtitan.models.common", mm.fam.rope:match("^(%w+)"))
     M.family_layers_config(mm, lines)
-    if conv then
-      lines[#lines + 1] = "    config.model_spec.model = " .. conv ..
-        ".build().convert(config.model_spec.model)  # as model_registry applies converters"
-    end
+    M.apply_converters(convs, lines)
   elseif flavor then
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s%s)  # %s", M.py(flavor),
-      conv and (", converters=[" .. conv .. "]") or "", M.shape_comment(shape))
+      #convs > 0 and (", converters=[" .. table.concat(convs, ", ") .. "]") or "", M.shape_comment(shape))
   else
     local reg = named or "8B"
     lines[#lines + 1] = string.format("    # %s: %s, on HEAD's llama3 builder (the flavours' " ..
@@ -1221,10 +1276,7 @@ function M.render(c)
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s)", M.py(reg))
     F("model_spec.flavor", tostring(m.name))
     M.model_config(shape, lines, import)
-    if conv then
-      lines[#lines + 1] = "    config.model_spec.model = " .. conv ..
-        ".build().convert(config.model_spec.model)  # as model_registry applies converters"
-    end
+    M.apply_converters(convs, lines)
   end
   M.loss_config(tr, lines, import)
 

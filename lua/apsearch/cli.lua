@@ -457,13 +457,9 @@ function M.add_launchable(p, name, version)
     -- `validate` reads a row's), where the policy does not say -- v0.2.2's
     -- loss is one cross entropy, which its launch file cannot chunk
     local tr = p.training
-    local line = require("apsearch.stacks").match("torchtitan " .. tt, tr.framework or "megatron")
     local set = {}
-    for _, k in ipairs(util.sorted_keys(line and line.training or {})) do
-      if tr[k] == nil then
-        tr[k] = line.training[k]
-        set[#set + 1] = ("training.%s = %s"):format(k, util.describe(line.training[k]))
-      end
+    for _, e in ipairs(require("apsearch.stacks").fill_release_settings(tr, "torchtitan " .. tt)) do
+      set[#set + 1] = ("training.%s = %s"):format(e.key, util.describe(e.value))
     end
     -- said: the estimate changes with the target, not only the files
     if #set > 0 then

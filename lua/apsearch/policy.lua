@@ -877,6 +877,34 @@ function Norm:cluster(v, routed)
   return c
 end
 
+--- The settings of the release line a policy's software runs
+-- (apsearch.stacks.policy_software: training.software, else the stack
+-- training.stack names; apsearch.stacks.release_settings), written into
+-- p.training where the policy leaves them unset, and said in a note (as
+-- `apsearch validate` reads a row's `software`); a training.software that
+-- matches no release line is said too.  Nothing without either.
+-- @tparam table p policy (p.training, p.warnings; mutated)
+function M.apply_release_settings(p)
+  local tr = p.training
+  local software = stacks.policy_software(tr)
+  if not software then return end
+  local fw = tr.framework or "megatron"
+  local set, name = {}, nil
+  for _, e in ipairs(stacks.fill_release_settings(tr, software)) do
+    set[#set + 1] = ("%s = %s"):format(e.key, util.describe(e.value))
+    name = name or e.name
+  end
+  local whose = tr.software and ("training.software %q"):format(tr.software) or ("training.stack %s"):format(tr.stack)
+  if #set > 0 then
+    p.warnings[#p.warnings + 1] = ("note: %s: estimated as %s run it: %s (set them in the policy to price " ..
+      "another setting)"):format(whose, name, table.concat(set, ", "))
+  elseif tr.software and not stacks.match(software, fw) then
+    p.warnings[#p.warnings + 1] = ("note: %s names no release line apsearch knows for framework %s " ..
+      "(docs/policy.md \"training.software\"): the framework's own defaults"):format(whose, fw)
+  end
+end
+
+
 function Norm:training(v, routed)
   if v == nil then v = {} end
   if type(v) ~= "table" then self:fail("training", "expected a table", v) end
@@ -1355,8 +1383,10 @@ function M.from_table(raw, file, opts)
   if n.device_alias then p.warnings[#p.warnings + 1] = n.device_alias end
   local rack = M.rack_note(p.cluster)
   if rack then p.warnings[#p.warnings + 1] = rack end
-  -- the stack's efficiency profile (training.stack, else the framework's
-  -- newest) on the device; a calibration file applies over it
+  M.apply_release_settings(p)
+  -- the stack's efficiency profile (training.stack, else the one of
+  -- training.software, else the framework's newest) on the device; a
+  -- calibration file applies over it
   p.stack = stacks.resolve(p.training)
   -- a probe (opts.partial) keeps the device as given: its training, hence
   -- its stack, is not the run's (a built policy copies that device)

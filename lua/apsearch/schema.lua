@@ -232,6 +232,9 @@ M.training = {
   overlap_p2p_comm = "bool", torch_compile = "bool",
   -- software stack (apsearch.stacks): its efficiency profile; not a core field
   stack = "stack",
+  -- the software release the run uses ("Megatron-Bridge 25.09", "torchtitan
+  -- (2025-03)"): its release line's settings (apsearch.stacks); not a core field
+  software = "string",
 }
 
 --- Constraint fields of a policy.

@@ -458,7 +458,9 @@ end
 -- takes the preset's values. `patterns` (Lua patterns on a validation row's
 -- `software`), with `before` / `from` ("YYYY-MM", against the "(YYYY-MM)"
 -- in the string), say which measured runs belong to it (`apsearch
--- calibrate --group software`, `apsearch validate`).
+-- calibrate --group software`, `apsearch validate`); `software` is what
+-- a policy naming the stack runs (M.policy_software): the release line
+-- whose settings it takes (M.release_settings).
 --
 -- A profile holds kernel properties measured outside any training run (a
 -- kernel benchmark), never a value fitted to runs: the attention kernel
@@ -471,29 +473,29 @@ end
 -- calibrate --group software` fits them from a team's own runs.
 M.STACKS = {
   { id = "megatron-bridge-25", framework = "megatron", newest = true,
-    name = "Megatron-Bridge 25.x (NeMo 25.x containers)",
+    name = "Megatron-Bridge 25.x (NeMo 25.x containers)", software = "Megatron-Bridge",
     patterns = { "Megatron%-Bridge", "^NeMo 2[5-9]%.", "^MLPerf.*NeMo 2[5-9]" },
     devices = h100_attention(M.H100_CUDNN_ATTENTION) },
   { id = "nemo-2", framework = "megatron",
-    name = "NeMo 2.x performance scripts (24.12 container)",
+    name = "NeMo 2.x performance scripts (24.12 container)", software = "NeMo 24.12",
     patterns = { "^NeMo 2[4-9]%.1[0-2]" }, devices = h100_attention(M.H100_CUDNN_ATTENTION) },
   { id = "nemo-1", framework = "megatron",
-    name = "NeMo 1.x launcher (24.0x containers)",
+    name = "NeMo 1.x launcher (24.0x containers)", software = "NeMo 24.07",
     patterns = { "^NeMo 2[34]%.0[1-9]" }, devices = h100_attention(M.H100_FA2_ATTENTION) },
   { id = "megatron-lm", framework = "megatron",
-    name = "Megatron-LM (NVIDIA/Megatron-LM)",
+    name = "Megatron-LM (NVIDIA/Megatron-LM)", software = "Megatron-LM",
     patterns = { "^Megatron%-LM" }, devices = h100_attention(M.H100_CUDNN_ATTENTION) },
   { id = "torchtitan-2025", framework = "fsdp2", newest = true,
-    name = "TorchTitan from 2025-04 (loss compiled)",
+    name = "TorchTitan from 2025-04 (loss compiled)", software = "torchtitan",
     patterns = { "^torchtitan" }, from = "2025-04", devices = h100_attention(M.H100_FA2_ATTENTION) },
   { id = "torchtitan-2024", framework = "fsdp2",
-    name = "TorchTitan before 2025-04",
+    name = "TorchTitan before 2025-04", software = "torchtitan (2025-03)",
     patterns = { "^torchtitan" }, before = "2025-04", devices = {} },
   { id = "llm-foundry", framework = "fsdp", newest = true,
-    name = "MosaicML llm-foundry (PyTorch FSDP)",
+    name = "MosaicML llm-foundry (PyTorch FSDP)", software = "llm-foundry",
     patterns = { "^llm%-foundry" }, devices = {} },
   { id = "deepspeed", framework = "deepspeed", newest = true,
-    name = "DeepSpeed",
+    name = "DeepSpeed", software = "DeepSpeed",
     patterns = { "^DeepSpeed" }, devices = {} },
 }
 
@@ -522,11 +524,12 @@ function M.default(framework)
   return nil
 end
 
---- The stack a training table runs: `training.stack`, else the
--- framework's default.
+--- The stack a training table runs: `training.stack`, else the stack
+-- of `training.software` (M.of_software), else the framework's default.
 function M.resolve(training)
   training = training or {}
-  return training.stack or M.default(training.framework)
+  if training.stack then return training.stack end
+  return M.of_software(training.software, training.framework or "megatron")
 end
 
 --- Checks `training.stack` against the framework; nil when it is fine,
@@ -613,6 +616,66 @@ function M.match(software, framework)
     end
   end
   return nil
+end
+
+--- The training settings a release line (M.match) gives a run of
+-- `software`: the line's `training`, its `quantized` ones for fp8, mxfp8
+-- and nvfp4, and its `dated` ones whose window of months holds the run's
+-- month (M.software_month; a software naming none gets none of them), in
+-- that order, each key once (the first wins), keys sorted within a set.
+-- @tparam string|nil software a `software` string ("Megatron-Bridge 25.09")
+-- @tparam string framework training.framework
+-- @tparam string|nil precision training.precision
+-- @treturn table array of {key, value, name, source} (empty: no line)
+function M.release_settings(software, framework, precision)
+  local line = M.match(software, framework)
+  local out, seen = {}, {}
+  if not line then return out end
+  local function add(set, name, source)
+    for _, k in ipairs(require("apsearch.util").sorted_keys(set or {})) do
+      if not seen[k] then
+        seen[k] = true
+        out[#out + 1] = { key = k, value = set[k], name = name, source = source }
+      end
+    end
+  end
+  local quantized = precision ~= nil and precision ~= "bf16" and precision ~= "fp16"
+  add(line.training, line.name, line.source)
+  if quantized then add(line.quantized, line.name, line.source) end
+  local month = M.software_month(software)
+  for _, d in ipairs(line.dated or {}) do
+    if month and month >= d.since and (not d.before or month < d.before) then add(d.training, d.name, d.source) end
+  end
+  return out
+end
+
+--- Writes the settings of `software`'s release line (M.release_settings)
+-- into a training table where it leaves them unset.
+-- @tparam table training (mutated; its framework and precision read)
+-- @tparam string|nil software
+-- @treturn table the entries written ({key, value, name, source}), in order
+function M.fill_release_settings(training, software)
+  local written = {}
+  for _, e in ipairs(M.release_settings(software, training.framework or "megatron", training.precision)) do
+    if training[e.key] == nil then
+      training[e.key] = e.value
+      written[#written + 1] = e
+    end
+  end
+  return written
+end
+
+--- The software a policy's training runs, for its release line's settings
+-- (M.release_settings): `training.software` when given, else the stack
+-- it names (`training.stack`: that stack's `software`), else nil (the
+-- framework's own defaults: a policy that names neither is estimated as
+-- the launch files run it).
+-- @tparam table training policy training table
+-- @treturn string|nil software
+function M.policy_software(training)
+  if training.software then return training.software end
+  local st = training.stack and by_id[training.stack]
+  return st and st.software or nil
 end
 
 --- What NeMo's mixture-of-experts performance recipes set beyond the

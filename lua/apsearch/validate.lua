@@ -658,32 +658,9 @@ function M.case_inputs(row)
       end
     end
   end
-  local line = stacks.match(row.software, framework)
-  if line then
-    local quantized = training.precision ~= "bf16" and training.precision ~= "fp16"
-    for _, set in ipairs({ line.training, quantized and line.quantized or {} }) do
-      for _, k in ipairs(util.sorted_keys(set)) do
-        local v = set[k]
-        if training[k] == nil then
-          training[k] = v
-          assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), line.name, line.source)
-        end
-      end
-    end
-    -- settings of the line's releases in a window of months; a run whose
-    -- month is not stated gets none of them
-    local month = stacks.software_month(row.software)
-    for _, d in ipairs(line.dated or {}) do
-      if month and month >= d.since and (not d.before or month < d.before) then
-        for _, k in ipairs(util.sorted_keys(d.training)) do
-          local v = d.training[k]
-          if training[k] == nil then
-            training[k] = v
-            assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(k, tostring(v), d.name, d.source)
-          end
-        end
-      end
-    end
+  -- the release line's settings (apsearch.stacks.release_settings)
+  for _, e in ipairs(stacks.fill_release_settings(training, row.software)) do
+    assumed[#assumed + 1] = ("%s = %s (%s: %s)"):format(e.key, tostring(e.value), e.name, e.source)
   end
   return model, cluster, training, strategy, preset, assumed
 end

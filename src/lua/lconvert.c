@@ -518,6 +518,9 @@ static const apsl_field training_fields[] = {
     /* the software stack (lua/apsearch/stacks.lua): its efficiency profile
      * is applied to the device in Lua; the core takes no field for it */
     {"stack", 5, FT_SKIP, -1, 1, 0, NULL},
+    /* the software release (training.software): its release line's settings
+     * are written into the training table in Lua (apsearch.stacks) */
+    {"software", 8, FT_SKIP, -1, 1, 0, NULL},
 };
 
 /* Strategy fields, in this index order (used for aliases and arrays). */

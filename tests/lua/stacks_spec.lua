@@ -201,6 +201,39 @@ describe("software stacks", function()
     assert.are.equal("nemo-1", stacks.resolve({ framework = "megatron", stack = "nemo-1" }))
   end)
 
+  it("give a policy naming its software or a stack that release line's settings, said in a note", function()
+    -- Megatron-Bridge's performance recipes (stacks.LINES): bf16 gradient reduction and
+    -- expandable segments; 25.09 is inside TE 2.2-2.17's in-place cross entropy (2025-09 to 2026-07)
+    local p = policy.from_table(base_policy({ software = "Megatron-Bridge 25.09" }), "p.lua")
+    assert.are.same({ false, true, 2 }, { p.training.grad_reduce_in_fp32, p.training.expandable_segments,
+      p.training.logits_bytes })
+    assert.are.equal("megatron-bridge-25", p.stack)
+    local note = table.concat(p.warnings, "\n")
+    assert.truthy(note:find('training.software "Megatron-Bridge 25.09": estimated as Megatron-Bridge performance ' ..
+      "recipes run it: expandable_segments = true, grad_reduce_in_fp32 = false, logits_bytes = 2", 1, true), note)
+    -- a release from 2026-08 on writes TE 2.18's fp32 gradient beside the logits: no logits_bytes
+    p = policy.from_table(base_policy({ software = "Megatron-Bridge 26.10" }), "p.lua")
+    assert.is_nil(p.training.logits_bytes)
+    -- the policy's own setting wins; quantized settings only for fp8 and finer
+    p = policy.from_table(base_policy({ software = "Megatron-Bridge 25.09", grad_reduce_in_fp32 = true,
+      precision = "fp8" }), "p.lua")
+    assert.are.same({ true, true }, { p.training.grad_reduce_in_fp32, p.training.fp8_param_gather })
+    -- TorchTitan before 2025-04, by its stack or by a dated software: the loss uncompiled, unchunked
+    for _, t in ipairs({ { stack = "torchtitan-2024" }, { software = "torchtitan 9a2f578 (2025-03)" } }) do
+      t.framework = "fsdp2"
+      p = policy.from_table(base_policy(t), "p.lua")
+      assert.are.same({ false, 1, false }, { p.training.compile_loss, p.training.loss_chunks,
+        p.training.sac_save_alltoall })
+      assert.are.equal("torchtitan-2024", p.stack)
+    end
+    -- neither: the framework's defaults, no note; an unknown software is said
+    p = policy.from_table(base_policy({}), "p.lua")
+    assert.is_nil(p.training.grad_reduce_in_fp32)
+    p = policy.from_table(base_policy({ software = "my fork" }), "p.lua")
+    assert.is_nil(p.training.grad_reduce_in_fp32)
+    assert.truthy(table.concat(p.warnings, "\n"):find('training.software "my fork" names no release line', 1, true))
+  end)
+
   it("refuse an unknown stack naming it and listing the known ones", function()
     local err = H.err_of(policy.from_table, base_policy({ stack = "nemo-99" }), "p.lua")
     assert.truthy(err:find("training.stack", 1, true), err)

@@ -1673,6 +1673,28 @@ describe("launch configs", function()
     assert.truthy(tt:find("CompileConfig(enable=True", 1, true))
   end)
 
+  it("TorchTitan and AutoModel: CP without an FSDP degree differs from a Megatron estimate, not from fsdp2's", function()
+    -- ParallelDims.fsdp_enabled = dp_shard or cp enabled (dp_shard_cp mesh); AutoModel's mesh likewise
+    local function differs(framework)
+      local r = run_example("llama3_8b_h100.lua", { set = { "training.framework=" .. framework, "top_k=1",
+        "search_space.cp_degree=2", "search_space.zero_stage=1", "search_space.fsdp_degree=1" },
+        fix = { "tp_degree=1", "pp_degree=1" } })
+      assert.are.same({ 2, 1 }, { r.top_k_strategies[1].cp_degree, r.top_k_strategies[1].fsdp_degree })
+      local out = {}
+      for _, f in ipairs(launch.render_all(r)) do out[f.engine] = table.concat(f.differs or {}, "\n") end
+      return out
+    end
+    local mg = differs("megatron")
+    for _, e in ipairs({ "torchtitan", "automodel" }) do
+      assert.truthy(mg[e]:find("context parallelism without an FSDP degree (cp_degree = 2, fsdp_degree = 1)", 1,
+        true), e .. ": " .. mg[e])
+    end
+    assert.truthy(mg.torchtitan:find("where the estimate (framework megatron) keeps the parameters replicated, " ..
+      "the optimizer states sharded (ZeRO-1)", 1, true), mg.torchtitan)
+    local fs = differs("fsdp2")
+    assert.is_nil(fs.torchtitan:find("context parallelism without an FSDP degree", 1, true))
+  end)
+
   it("TorchTitan: a MoE model's experts quantized by the grouped converters, its router's gate left bf16", function()
     -- components/quantization @ b5bcd76c: the linear converters leave GroupedExperts alone and
     -- match fqns as substrings; deepseek_v3/config_registry.py writes the pairs below

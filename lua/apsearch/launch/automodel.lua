@@ -278,6 +278,8 @@ local function mesh_keys(w, g)
     if (r.zero_stage or 0) > 0 and g.Sd == 1 and g.cp == 1 then
       N(NE, ("zero_stage = %d (AutoModel shards with FSDP2 only)"):format(r.zero_stage))
     end
+    local cp_lacks = require("apsearch.launch").cp_sharding_lacks(r, g.tr.framework, "AutoModel")
+    if cp_lacks then N(NE, cp_lacks) end
   end
   K("distributed.tp_size", g.tp)
   K("distributed.cp_size", g.cp)

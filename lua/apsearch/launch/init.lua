@@ -517,6 +517,32 @@ function M.llama_block_features(m)
   return out
 end
 
+--- The frameworks whose estimate shards over the context-parallel ranks
+-- with FSDP when CP is on, whatever the shard degree (src/core/profile.c
+-- shard_over_cp: TorchTitan's dp_shard_cp mesh, ParallelDims.fsdp_enabled
+-- = dp_shard or cp enabled; AutoModel's, distributed/mesh_utils.py).
+M.SHARD_OVER_CP = { fsdp2 = true, automodel = true }
+
+--- What an engine that shards over dp_shard x cp whenever CP is on
+-- (TorchTitan, NeMo AutoModel) builds otherwise than a strategy estimated
+-- under another framework, with cp > 1 and no FSDP degree: FSDP over the
+-- CP ranks, where the estimate replicates the parameters (ZeRO-1/2: shards
+-- the optimizer states, and the gradients) over them.
+-- @tparam table r strategy record
+-- @tparam string|nil framework training.framework of the estimate
+-- @tparam string engine the engine's name, for the text
+-- @treturn string|nil the NOT EXPRESSIBLE text, or nil (nothing differs)
+function M.cp_sharding_lacks(r, framework, engine)
+  local cp, z = r.cp_degree or 1, r.zero_stage or 0
+  if cp == 1 or (r.fsdp_degree or 1) > 1 or z >= 3 or M.SHARD_OVER_CP[framework or "megatron"] then return nil end
+  local kept = z == 0 and "replicated" or ("replicated, the optimizer states%s sharded (ZeRO-%d)"):format(
+    z == 2 and " and gradients" or "", z)
+  return ("context parallelism without an FSDP degree (cp_degree = %d, fsdp_degree = 1): %s shards parameters, " ..
+    "gradients and optimizer states with FSDP over the CP ranks whenever CP is on, where the estimate (framework " ..
+    "%s) keeps the parameters %s; estimate with training.framework = fsdp2 for what the file runs"):format(
+    cp, engine, framework or "megatron", kept)
+end
+
 --- What a Llama-style decoder block of an engine (SwiGLU gated by SiLU,
 -- RMSNorm without a bias, RoPE in every attention layer, causal attention
 -- over the whole context, attention mixers only) lacks of a model: each

@@ -236,8 +236,12 @@ end
 -- @tparam function note the target's note writer (kind, text)
 -- @tparam string ne the target's NOT EXPRESSIBLE tag
 -- @tparam table r the strategy
-function M.data_parallel_fields(put, note, ne, r)
+-- @tparam[opt] string fw training.framework of the estimate (FSDP over the
+--   CP ranks: launch.cp_sharding_lacks)
+function M.data_parallel_fields(put, note, ne, r, fw)
   local R, Sd, z, zero_as_fsdp = M.dp_degrees(r)
+  local cp_lacks = require("apsearch.launch").cp_sharding_lacks(r, fw, "TorchTitan")
+  if cp_lacks then note(ne, cp_lacks) end
   put("parallelism.data_parallel_replicate_degree", R)
   put("parallelism.data_parallel_shard_degree", Sd)
   if Sd > 1 then
@@ -1331,7 +1335,7 @@ function M.render(c)
   end
 
   -- data parallel
-  M.data_parallel_fields(F, N, "NOT EXPRESSIBLE in TorchTitan", r)
+  M.data_parallel_fields(F, N, "NOT EXPRESSIBLE in TorchTitan", r, tr.framework)
 
   -- tensor parallel
   F("parallelism.tensor_parallel_degree", tp)

@@ -443,7 +443,7 @@ function M.render(c, tag)
   end
 
   -- data parallel
-  titan.data_parallel_fields(K, N, NE, r)
+  titan.data_parallel_fields(K, N, NE, r, tr.framework)
 
   -- tensor parallel
   K("parallelism.tensor_parallel_degree", tp)

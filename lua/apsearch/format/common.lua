@@ -843,7 +843,10 @@ function M.interval_note(result)
   local dev = type(cl.device) == "table" and (cl.device.base or cl.device.name) or cl.device
   local gen = require("apsearch.intervals").generation(dev)
   if gen ~= "ampere" and gen ~= "hopper" then
-    parts[#parts] = parts[#parts] .. "; no published run of this hardware generation is behind it"
+    -- the interval's runs, not every run apsearch was checked on: Blackwell
+    -- runs never fitted have their own errors (docs/accuracy.md)
+    parts[#parts] = parts[#parts] .. "; none of those runs is of this hardware generation (runs never fitted " ..
+      "on it, where published: docs/accuracy.md)"
   end
   -- the MoE interval rests on a dozen runs of three publications (and is
   -- floored at the dense one); runs apsearch was never fitted to land

@@ -1673,6 +1673,28 @@ describe("launch configs", function()
     assert.truthy(tt:find("CompileConfig(enable=True", 1, true))
   end)
 
+  it("Megatron: store_param_remainders as the precision-aware optimizer keeps them, under the distributed optimizer", function()
+    -- megatron/core/optimizer/optimizer_config.py @ d98e8a64 l.192 (store_param_remainders = True) and
+    -- distrib_optimizer.py l.1008: with --use-precision-aware-optimizer and bf16 the master is int16 remainders
+    local function megatron(fix)
+      local r = run_example("llama3_8b_h100.lua", { set = { "training.framework=megatron",
+        "training.store_param_remainders=true", "top_k=1" }, fix = fix })
+      for _, f in ipairs(launch.render_all(r)) do
+        if f.engine == "megatron" then return f.text, select(2, parse_megatron(f.text)) end
+      end
+    end
+    local text, v = megatron({ "zero_stage=1", "fsdp_degree=1" })
+    assert.is_true(v["--use-distributed-optimizer"])
+    assert.is_true(v["--use-precision-aware-optimizer"])
+    assert.is_nil(v["--exp-avg-dtype"])
+    assert.is_nil(text:find("store_param_remainders", 1, true))
+    -- FSDP: no distributed optimizer, so no precision-aware optimizer; the file keeps a full master
+    text, v = megatron({ "fsdp_degree=8" })
+    assert.is_nil(v["--use-precision-aware-optimizer"])
+    assert.truthy(text:find("NOT EXPRESSIBLE in Megatron-LM: store_param_remainders (the fp32 master as the bf16 " ..
+      "weight plus a 16-bit remainder) without the distributed optimizer", 1, true), text)
+  end)
+
   it("TorchTitan and AutoModel: CP without an FSDP degree differs from a Megatron estimate, not from fsdp2's", function()
     -- ParallelDims.fsdp_enabled = dp_shard or cp enabled (dp_shard_cp mesh); AutoModel's mesh likewise
     local function differs(framework)
@@ -1985,6 +2007,10 @@ describe("launch configs", function()
       assert.is_true(v["--use-precision-aware-optimizer"])
       assert.are.equal("bf16", v["--exp-avg-dtype"])
       assert.are.equal("bf16", v["--exp-avg-sq-dtype"])
+      -- the precision-aware optimizer keeps the fp32 master of a bf16 run as 16-bit remainders
+      -- (OptimizerConfig.store_param_remainders, default True): said, since the estimate holds a full one
+      assert.truthy(by[rec.rank].megatron.text:find("# NOTE: --use-precision-aware-optimizer keeps the fp32 " ..
+        "master of a bf16 run as 16-bit remainders", 1, true))
       assert.is_true(v["--moe-shared-expert-overlap"])
       assert.are.equal("selective", v["--recompute-granularity"])
       assert.are.equal("mla_up_proj mlp moe", v["--recompute-modules"])

@@ -259,6 +259,51 @@ end
 -- EXPRESSIBLE.
 M.ROUNDED_BASE_MIN = 1e4
 
+--- Megatron's precision-aware Adam (--use-precision-aware-optimizer, with
+-- the distributed optimizer only: megatron/core/optimizer/__init__.py @
+-- d98e8a64): for bf16 moments (exp_avg_bf16, --exp-avg-dtype and
+-- --exp-avg-sq-dtype bf16) and for the fp32 master held as the bf16 weight
+-- plus a 16-bit remainder (store_param_remainders), which its
+-- OptimizerConfig does by default with bf16 and no fp8 recipe other than
+-- delayed scaling (optimizer_config.py:192, :407-414; distrib_optimizer.py
+-- :1008, TE >= 2.1).  Moments in bf16 on a bf16 run without the remainders
+-- estimated get them anyway: a NOTE says the file holds less.
+-- @tparam table tr training
+-- @tparam string p precision
+-- @tparam function has has(flag): the flag already written
+-- @tparam function A argument writer
+-- @tparam function N note writer
+function M.precision_aware_args(tr, p, has, A, N)
+  local dist = has("--use-distributed-optimizer")
+  local remainders = p == "bf16" and not tr.fp8_param_gather
+  if tr.exp_avg_bf16 then
+    if dist then
+      A("--use-precision-aware-optimizer")
+      A("--exp-avg-dtype", "bf16")
+      A("--exp-avg-sq-dtype", "bf16")
+      if remainders and not tr.store_param_remainders then
+        N("NOTE", "--use-precision-aware-optimizer keeps the fp32 master of a bf16 run as 16-bit remainders " ..
+          "beside the bf16 weights (OptimizerConfig.store_param_remainders, on by default): 2 bytes a " ..
+          "parameter less than estimated (training.store_param_remainders = true estimates it)")
+      end
+    else
+      N("NOT EXPRESSIBLE in Megatron-LM", "exp_avg_bf16 without the distributed optimizer " ..
+        "(--use-precision-aware-optimizer needs it, megatron/core/optimizer/__init__.py); not written")
+    end
+  end
+  if tr.store_param_remainders then
+    if dist and remainders then
+      if not tr.exp_avg_bf16 then A("--use-precision-aware-optimizer") end
+    else
+      N("NOT EXPRESSIBLE in Megatron-LM", "store_param_remainders (the fp32 master as the bf16 weight plus a " ..
+        "16-bit remainder) " .. (dist and ("with " .. p .. (tr.fp8_param_gather and " and fp8_param_gather" or "") ..
+        ": Megatron's precision-aware optimizer keeps remainders of bf16 weights only") or
+        "without the distributed optimizer (--use-precision-aware-optimizer needs it)") ..
+        "; Megatron-LM keeps a full fp32 master copy")
+    end
+  end
+end
+
 --- RoPE base and scaling flags of a model (rope positions).
 -- Writes --position-embedding-type (rope, or yarn: M.gpt_yarn_args).
 -- @tparam table m model table
@@ -734,23 +779,7 @@ function M.render(c)
     -- bf16 otherwise forces fp32 main grads (validate_args)
     A("--grad-reduce-in-bf16")
   end
-  if tr.exp_avg_bf16 then
-    -- megatron/core/optimizer/__init__.py: the precision-aware optimizer
-    -- runs with the distributed optimizer only
-    if has("--use-distributed-optimizer") then
-      A("--use-precision-aware-optimizer")
-      A("--exp-avg-dtype", "bf16")
-      A("--exp-avg-sq-dtype", "bf16")
-    else
-      N("NOT EXPRESSIBLE in Megatron-LM", "exp_avg_bf16 without the distributed optimizer " ..
-        "(--use-precision-aware-optimizer needs it, megatron/core/optimizer/__init__.py); not written")
-    end
-  end
-  if tr.store_param_remainders then
-    N("NOT EXPRESSIBLE in Megatron-LM", "store_param_remainders (fp32 master weights as bf16 " ..
-      "weight + 16-bit remainder, apex DistributedFusedAdam in NeMo 1.x): Megatron-LM keeps a full " ..
-      "fp32 master copy")
-  end
+  M.precision_aware_args(tr, p, has, A, N)
   local offload = tr.activation_offload_layers or 0
   if offload > 0 then
     -- ModelParallelConfig.cpu_offloading_num_layers; validate_args turns

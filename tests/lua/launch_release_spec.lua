@@ -366,6 +366,37 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     assert.is_nil(joined:find("model's shape", 1, true))
   end)
 
+  it("names deepseek_v3's 671B for DeepSeek-V3 and gpt_oss's 20b for gpt-oss-20b, with what they build otherwise", function()
+    -- deepseekv3_args "671B" at v0.2.2: DeepSeek-V3's shape and routing (sigmoid, route_norm, 2.5, groups 8 / 4,
+    -- the expert bias), but norm_eps 1e-5 and YaRN only beyond 4096 (precompute_freqs_cis)
+    local fs = files("deepseek_v3_h100_1024.lua", { set = { "training.framework=fsdp2", "training.mtp_num_layers=0",
+      "top_k=1" }, fix = { "cp_degree=1" } })
+    local f = fs[1]
+    check_keys(f.toml)
+    assert.are.same({ "deepseek_v3", "671B" }, { f.toml.model.name, f.toml.model.flavor })
+    local joined = table.concat(f.differs, "\n")
+    assert.truthy(joined:find("norm epsilon 1e-06: the flavours' is 1e-05 (a job file picks a flavour of " ..
+      "deepseekv3_args", 1, true), joined)
+    assert.truthy(joined:find("YaRN at seq_len 4096: the release scales RoPE only beyond original_seq_len 4096", 1,
+      true), joined)
+    for _, no in ipairs({ "model's shape", "router scores", "route_scale", "expert groups", "expert bias" }) do
+      assert.is_nil(joined:find(no, 1, true), no)
+    end
+    assert.truthy(f.text:find("# NOTE: the flavour masks attention block-causally by document", 1, true))
+    -- gptoss_configs "20b": its attention, window, biases and experts are gpt-oss-20b's; an expert bias and
+    -- no auxiliary loss are not; no pipeline parallelism (pipelining_fn None)
+    fs = files(LLAMA8, { set = { "model=gpt-oss-20b", "top_k=1" } })
+    f = fs[1]
+    check_keys(f.toml)
+    assert.are.same({ "gpt_oss", "20b" }, { f.toml.model.name, f.toml.model.flavor })
+    joined = table.concat(f.differs, "\n")
+    assert.truthy(joined:find("the release's flavours add an expert bias", 1, true), joined)
+    assert.truthy(joined:find("the load-balancing loss (coefficient 0.9)", 1, true), joined)
+    for _, no in ipairs({ "model's shape", "window", "biases", "YaRN", "clamped", "NOT WRITTEN" }) do
+      assert.is_nil(joined:find(no, 1, true), no)
+    end
+  end)
+
   it("run --torchtitan-version: the files, the recorded input, the refused value, --launchable", function()
     local dir = h.tmpdir()
     local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--top-k", "1", "--quiet",

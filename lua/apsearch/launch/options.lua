@@ -790,7 +790,7 @@ M.torchtitan_releases = {
       repo = "pytorch/torchtitan", path = "torchtitan/config/job_config.py", tag = "v0.2.2",
       commit = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", date = "2026-02-20",
       note = "JobConfig dataclasses (job_config.py), ConfigManager TOML loading (manager.py), llama3_args " ..
-        "(models/llama3/__init__.py), qwen3_args (models/qwen3/__init__.py), converters " ..
+        "(models/llama3/__init__.py), qwen3_args, deepseekv3_args, gptoss_configs (models/*/__init__.py), converters " ..
         "(components/quantization), pipeline split " ..
         "(distributed/pipeline_parallel.py), layer / op SAC (distributed/activation_checkpoint.py), " ..
         "run_train.sh; the last release before TOML files gave way to Python config modules (9810191b)",
@@ -805,8 +805,10 @@ M.torchtitan_releases = {
     -- the models a job file names (model.name, train_spec name), each with
     -- its flavours' shapes (a flavour's entry: the fields it fixes; a
     -- numeric there overrides `common`), the numerics every flavour shares
-    -- (`common`), whether it has per-head Q/K norms and whether its
-    -- TrainSpec has a pipelining_fn (train.py refuses PP without one)
+    -- (`common`), whether it has per-head Q/K norms, whether its
+    -- TrainSpec has a pipelining_fn (train.py refuses PP without one),
+    -- whether its flavours take CP (`context_parallel` false: refused), and
+    -- the name of its flavour table (`args_name`)
     models = {
       -- models/llama3/__init__.py llama3_args (TransformerModelArgs defaults,
       -- RoPEScalingArgs)
@@ -819,7 +821,7 @@ M.torchtitan_releases = {
         common = { vocab_size = 128256, tie_word_embeddings = false, rope_theta = 500000,
           rope_scaling_type = "llama3", rope_scaling_factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
           original_max_position_embeddings = 8192, norm_eps = 1e-5, num_experts = 0 },
-        qk_norm = false, pipelining = true,
+        qk_norm = false, pipelining = true, args_name = "llama3_args",
       },
       -- models/qwen3/__init__.py qwen3_args and model/args.py Qwen3ModelArgs
       -- (norm_eps 1e-6, qk_norm, head_dim 128, unscaled RoPE; the MoE
@@ -844,7 +846,53 @@ M.torchtitan_releases = {
         },
         common = { vocab_size = 151936, tie_word_embeddings = false, head_dim = 128, rope_theta = 1000000,
           rope_scaling_type = "none", norm_eps = 1e-6, num_experts = 0, load_balance_coeff = 1e-3 },
-        qk_norm = true, pipelining = false,
+        qk_norm = true, pipelining = false, args_name = "qwen3_args",
+      },
+      -- models/deepseek_v3/__init__.py deepseekv3_args and model/args.py
+      -- DeepSeekV3ModelArgs (norm_eps 1e-5; YaRN factor 40 over 4096 with
+      -- betas 32 / 1, applied only when seq_len > original_seq_len by
+      -- model.py precompute_freqs_cis, its softmax scale times mscale^2;
+      -- flex attention with a block-causal mask, which update_from_config
+      -- refuses with CP; MoEArgs' load_balance_coeff 1e-3: an expert bias);
+      -- get_train_spec: pipelining_fn pipeline_llm
+      deepseek_v3 = {
+        flavors = {
+          ["16B"] = { dim = 2048, n_layers = 27, n_heads = 16, inter_dim = 10944, moe_inter_dim = 1408,
+            n_dense_layers = 1, num_experts = 64, num_shared_experts = 2, top_k = 6, q_lora_rank = 0,
+            vocab_size = 102400, score_func = "softmax", route_norm = false, route_scale = 1.0,
+            num_expert_groups = 0, num_limited_groups = 0, mscale = 0.70 },
+          ["236B"] = { dim = 5120, n_layers = 60, n_heads = 128, inter_dim = 12288, moe_inter_dim = 1536,
+            n_dense_layers = 1, num_experts = 160, num_shared_experts = 2, top_k = 6, q_lora_rank = 1536,
+            vocab_size = 102400, score_func = "softmax", route_norm = false, route_scale = 16.0,
+            num_expert_groups = 8, num_limited_groups = 3 },
+          ["671B"] = { dim = 7168, n_layers = 61, n_heads = 128, inter_dim = 18432, moe_inter_dim = 2048,
+            n_dense_layers = 3, num_experts = 256, num_shared_experts = 1, top_k = 8, q_lora_rank = 1536,
+            vocab_size = 129280, score_func = "sigmoid", route_norm = true, route_scale = 2.5,
+            num_expert_groups = 8, num_limited_groups = 4 },
+        },
+        common = { kv_lora_rank = 512, qk_nope_head_dim = 128, qk_rope_head_dim = 64, v_head_dim = 128,
+          tie_word_embeddings = false, norm_eps = 1e-5, rope_theta = 10000, rope_factor = 40,
+          original_seq_len = 4096, beta_fast = 32, beta_slow = 1, mscale = 1.0, load_balance_coeff = 1e-3,
+          attn_mask_type = "block_causal" },
+        qk_norm = false, pipelining = true, context_parallel = false, args_name = "deepseekv3_args",
+      },
+      -- models/gpt_oss/__init__.py gptoss_configs and model/args.py
+      -- GptOssModelArgs (64 heads, 8 KV heads, head_dim 64, a 128-token
+      -- window on the even layers, attention sinks, biases on q/k/v, wo,
+      -- router and experts, SwiGLU clamped at 7 with up + 1, YaRN factor 32
+      -- over 4096, theta 150000; softmax routing with route_norm and
+      -- load_balance_coeff 1e-3: an expert bias); pipelining_fn None;
+      -- update_from_config refuses CP
+      gpt_oss = {
+        flavors = {
+          ["20b"] = { n_layers = 24, num_experts = 32 },
+          ["120b"] = { n_layers = 36, num_experts = 128 },
+        },
+        common = { dim = 2880, n_heads = 64, n_kv_heads = 8, head_dim = 64, moe_inter_dim = 2880, top_k = 4,
+          vocab_size = 201088, tie_word_embeddings = false, norm_eps = 1e-5, rope_theta = 150000,
+          rope_factor = 32, original_seq_len = 4096, beta_fast = 32, beta_slow = 1, window = 128,
+          window_period = 2, swiglu_limit = 7.0, load_balance_coeff = 1e-3 },
+        qk_norm = false, pipelining = false, context_parallel = false, args_name = "gptoss_configs",
       },
     },
   },

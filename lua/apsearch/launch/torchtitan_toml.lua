@@ -15,14 +15,17 @@
 --
 -- Mapping (apsearch strategy / training field -> TOML key):
 --
--- * the model -> [model] name and flavor: the release's qwen3 for a
---   model with per-head Q/K norms (flavours 0.6B to 32B, 30B-A3B and
---   235B-A22B; no pipeline parallelism: its TrainSpec has no
---   pipelining_fn), else llama3 (8B / 70B / 405B), the flavour with the
---   model's shape and numerics (options models); any other model NOT
---   EXPRESSIBLE (the release's TOML picks a flavour, it cannot give a
---   shape, RoPE, norm epsilon or routing); MoE models other than
---   qwen3's NOT WRITTEN (start from the release's MoE TOMLs)
+-- * the model -> [model] name and flavor (M.model_name): the release's
+--   gpt_oss for a model with attention sinks (20b, 120b), deepseek_v3 for
+--   multi-head latent attention (16B, 236B, 671B), qwen3 for per-head Q/K
+--   norms (0.6B to 32B, 30B-A3B, 235B-A22B), else llama3 (8B / 70B /
+--   405B); the flavour with the model's shape and numerics (options
+--   models); what the flavour builds otherwise NOT EXPRESSIBLE (the
+--   release's TOML picks a flavour, it cannot give a shape, RoPE, norm
+--   epsilon or routing); pipeline parallelism NOT EXPRESSIBLE where the
+--   TrainSpec has no pipelining_fn (qwen3, gpt_oss), context parallelism
+--   where the flavours attend with FlexAttention (deepseek_v3, gpt_oss);
+--   a MoE model written as llama3 NOT WRITTEN
 -- * dp_degree -> parallelism.data_parallel_replicate_degree, fsdp_degree
 --   -> data_parallel_shard_degree, reshard_after_forward ->
 --   fsdp_reshard_after_forward "always" | "never"
@@ -101,27 +104,46 @@ local function close(a, b)
   return math.abs(a - b) <= M.NUMERIC_RTOL * math.max(math.abs(a), math.abs(b))
 end
 
---- The release's model a model is written as: qwen3 for a model with
--- per-head Q/K norms and neither MLA nor attention sinks (the release's
--- Qwen3 block), else llama3.
+--- The release's model a model is written as: gpt_oss for a model with
+-- attention sinks, deepseek_v3 for one with multi-head latent attention,
+-- qwen3 for one with per-head Q/K norms (the release's Qwen3 block), else
+-- llama3.
 -- @tparam table rel an entry of options.torchtitan_releases
 -- @tparam table m model
 -- @treturn string model name (a key of rel.models)
 function M.model_name(rel, m)
-  if m.qk_norm and rel.models.qwen3 and (m.kv_lora_rank or 0) == 0 and not m.attention_sinks then
-    return "qwen3"
-  end
+  if m.attention_sinks and rel.models.gpt_oss then return "gpt_oss" end
+  if (m.kv_lora_rank or 0) > 0 and rel.models.deepseek_v3 then return "deepseek_v3" end
+  if m.qk_norm and rel.models.qwen3 then return "qwen3" end
   return "llama3"
 end
 
+-- leading dense layers of a MoE model, and whether every later one is MoE
+local function dense_lead(m)
+  local pattern = require("apsearch.core").model_params(m).moe_pattern or {}
+  local dense = 0
+  while pattern[dense + 1] == 0 do dense = dense + 1 end
+  for i = dense + 1, #pattern do if pattern[i] ~= 1 then return dense, false end end
+  return dense, true
+end
+
 -- the model's fields a flavour fixes, by the release's argument names
+-- (DeepSeek-V3's inter_dim: the dense layers' FFN; shared experts as a
+-- count of expert widths)
 local function model_shape(m)
   local H, nh = m.hidden_size, m.num_attention_heads
   local moe = (m.num_experts or 0) > 0
+  local fe, fs = m.moe_ffn_hidden_size or 0, m.shared_expert_ffn_hidden_size or 0
+  local mla = (m.kv_lora_rank or 0) > 0
   return { dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
     hidden_dim = not moe and m.ffn_hidden_size or nil, tie_word_embeddings = m.tie_word_embeddings == true,
     num_experts = m.num_experts or 0, top_k = moe and m.experts_per_token or nil,
-    moe_inter_dim = moe and m.moe_ffn_hidden_size or nil }
+    moe_inter_dim = moe and fe or nil, inter_dim = moe and m.ffn_hidden_size or nil,
+    n_dense_layers = moe and (dense_lead(m)) or nil,
+    num_shared_experts = moe and fe > 0 and (fs % fe == 0 and fs // fe or fs / fe) or nil,
+    q_lora_rank = mla and (m.q_lora_rank or 0) or nil, kv_lora_rank = mla and m.kv_lora_rank or nil,
+    qk_nope_head_dim = mla and m.qk_nope_head_dim or nil, qk_rope_head_dim = mla and m.qk_rope_head_dim or nil,
+    v_head_dim = mla and m.v_head_dim or nil }
 end
 
 -- flavour f of model spec `ms`: its own fields over the model's common ones
@@ -134,7 +156,8 @@ end
 
 -- the structural fields of flavour spec `fs` that differ from `shape`
 local STRUCTURAL = { "dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "num_experts", "top_k",
-  "moe_inter_dim", "tie_word_embeddings" }
+  "moe_inter_dim", "tie_word_embeddings", "inter_dim", "n_dense_layers", "num_shared_experts", "q_lora_rank",
+  "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim" }
 local function fits(fs, shape)
   for _, k in ipairs(STRUCTURAL) do
     if fs[k] ~= nil and shape[k] ~= fs[k] then return false end
@@ -164,12 +187,27 @@ end
 
 -- "28 layers, dim 1024, 16 heads, 8 kv heads, SwiGLU 3072" (or the experts)
 local function describe_shape(t)
-  local s = string.format("%d layers, dim %d, %d heads, %d kv heads", t.n_layers, t.dim, t.n_heads, t.n_kv_heads)
+  local s = string.format("%d layers, dim %d, %d heads", t.n_layers, t.dim, t.n_heads) ..
+    (t.n_kv_heads and (", %d kv heads"):format(t.n_kv_heads) or "")
   if (t.num_experts or 0) > 0 then
     return s .. string.format(", %d experts of %s, top %s", t.num_experts, tostring(t.moe_inter_dim),
       tostring(t.top_k))
   end
   return s .. ", SwiGLU " .. tostring(t.hidden_dim) .. (t.tie_word_embeddings and ", tied" or "")
+end
+
+-- the load-balancing differences every release MoE flavour has: an expert
+-- bias chooses the experts (MoEArgs.load_balance_coeff), and no
+-- auxiliary loss
+local function balance_diffs(m, fc, D)
+  if not m.moe_router_bias then
+    D(string.format("routing by the scores alone: the release's flavours add an expert bias to choose the experts " ..
+      "(MoEArgs.load_balance_coeff %s, updated by the optimizer's pre-step hook)", tostring(fc.load_balance_coeff)))
+  end
+  if (m.moe_aux_loss_coeff or 0) > 0 then
+    D("the load-balancing loss (coefficient " .. tostring(m.moe_aux_loss_coeff) .. "): the release's MoE has " ..
+      "none; --set model.moe_aux_loss_coeff=0 estimates the job without it")
+  end
 end
 
 -- what the release's qwen3 MoE (moe.py MoE, TokenChoiceTopKRouter: softmax
@@ -190,15 +228,146 @@ local function qwen3_moe_diffs(m, fs, D)
   if m.moe_router_bias and not m.moe_router_softmax_bias then
     D("sigmoid router scores: the flavours score by softmax")
   end
-  if not m.moe_router_bias then
-    D(string.format("routing by the scores alone: the release's flavours add an expert bias to choose the experts " ..
-      "(MoEArgs.load_balance_coeff %s, updated by the optimizer's pre-step hook)", tostring(fs.load_balance_coeff)))
+  balance_diffs(m, fs, D)
+end
+
+-- what the release's llama3 and qwen3 blocks (GQA with RoPE, SwiGLU,
+-- RMSNorm; qwen3's per-head Q/K norms and its MoE) build otherwise than
+-- the model, by D(text)
+local function dense_numerics(m, fc, ms, shape, seq, D)
+  local H, nh = m.hidden_size, m.num_attention_heads
+  local hd = m.head_dim or H // nh
+  local want_hd = fc.head_dim or fc.dim // fc.n_heads
+  if hd ~= want_hd then
+    D(string.format("head_dim %d: the flavour's is %d%s", hd, want_hd, fc.head_dim and "" or " (dim // heads)"))
   end
-  if (m.moe_aux_loss_coeff or 0) > 0 then
-    D("the load-balancing loss (coefficient " .. tostring(m.moe_aux_loss_coeff) .. "): the release's MoE has " ..
-      "none; --set model.moe_aux_loss_coeff=0 estimates the job without it")
+  local titan = require "apsearch.launch.torchtitan"
+  local theta = m.rope_theta or 0
+  if theta > 0 and not close(theta, fc.rope_theta) then
+    D(string.format("RoPE theta %s: the flavour's is %d", titan.pyfloat(theta), fc.rope_theta))
+  end
+  local kind = m.rope_scaling_type or "none"
+  if kind ~= fc.rope_scaling_type then
+    if fc.rope_scaling_type == "none" then
+      D(kind .. " RoPE scaling: the release's RoPE of this model is unscaled")
+    else
+      D((kind == "none" and "no" or kind) .. " RoPE scaling: the release always applies llama3 scaling " ..
+        "(factor 8, 1, 4, 8192; precompute_freqs_cis)")
+    end
+  elseif kind == "llama3" then
+    for _, k in ipairs({ { "rope_scaling_factor", "scaling factor" }, { "low_freq_factor", "low_freq_factor" },
+      { "high_freq_factor", "high_freq_factor" }, { "original_max_position_embeddings", "original context" } }) do
+      local v = m[k[1]]
+      if v and v > 0 and not close(v, fc[k[1]]) then
+        D(string.format("llama3 RoPE %s %s: the flavours' is %s", k[2], tostring(v), tostring(fc[k[1]])))
+      end
+    end
+  end
+  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
+  if m.qk_norm and not ms.qk_norm then D("qk-norm: the llama3 model has none") end
+  if m.qk_norm_full_width then D("Q/K norms over the whole projection: the release's qwen3 normalises each head") end
+  if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
+  if ms.qk_norm and shape.num_experts > 0 and (fc.num_experts or 0) > 0 then qwen3_moe_diffs(m, fc, D) end
+  -- what no TorchTitan block has (GeGLU, LayerNorm, windows, Mamba-2, ...)
+  for _, what in ipairs(titan.block_lacks(m, seq)) do D(what) end
+end
+
+-- the model's YaRN (factor, pre-scaling context, betas) against a
+-- flavour's rope_factor, original_seq_len, beta_fast / beta_slow
+local function yarn_diffs(m, fc, D)
+  local hf = require "apsearch.hf"
+  if (m.rope_scaling_type or "none") ~= "yarn" then
+    D((m.rope_scaling_type or "no") .. " RoPE scaling: the flavours scale RoPE by YaRN (factor " ..
+      tostring(fc.rope_factor) .. " over " .. fc.original_seq_len .. ")")
+    return
+  end
+  local f, orig = m.rope_scaling_factor or 1, hf.yarn_original(m)
+  if not close(f, fc.rope_factor) or orig ~= fc.original_seq_len or
+      not close(hf.yarn_beta(m, "beta_fast"), fc.beta_fast) or not close(hf.yarn_beta(m, "beta_slow"), fc.beta_slow) then
+    D(string.format("YaRN factor %s over %s, betas %s / %s: the flavours' is %s over %d, %s / %s", tostring(f),
+      tostring(orig), tostring(hf.yarn_beta(m, "beta_fast")), tostring(hf.yarn_beta(m, "beta_slow")),
+      tostring(fc.rope_factor), fc.original_seq_len, tostring(fc.beta_fast), tostring(fc.beta_slow)))
+  end
+  local theta = m.rope_theta or 0
+  if theta > 0 and not close(theta, fc.rope_theta) then
+    D(string.format("RoPE theta %s: the flavour's is %s", tostring(theta), tostring(fc.rope_theta)))
   end
 end
+
+-- what the release's deepseek_v3 (MLA, dense first layers, shared experts,
+-- YaRN applied beyond original_seq_len only, its routing) builds otherwise
+-- than the model, by D(text)
+local function dsv3_numerics(m, fc, ms, shape, seq, D)
+  local hf = require "apsearch.hf"
+  yarn_diffs(m, fc, D)
+  if (m.rope_scaling_type or "none") == "yarn" then
+    if seq and seq <= fc.original_seq_len then
+      D(string.format("YaRN at seq_len %d: the release scales RoPE only beyond original_seq_len %d " ..
+        "(precompute_freqs_cis: max_seq_len = training.seq_len), where config.json's scaling always applies",
+        seq, fc.original_seq_len))
+    end
+    if math.abs(hf.yarn_attention_factor(m) - 1) > 1e-12 or
+        not close(m.yarn_mscale_all_dim or 0, fc.mscale) then
+      D(string.format("YaRN mscale %s / mscale_all_dim %s: the flavour's softmax scale takes mscale %s, and no " ..
+        "cos/sin factor", tostring(m.yarn_mscale or 0), tostring(m.yarn_mscale_all_dim or 0), tostring(fc.mscale)))
+    end
+  end
+  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
+  if (shape.num_experts or 0) > 0 then
+    local _, all_moe = dense_lead(m)
+    if not all_moe then D("dense layers between MoE ones: the flavours make the first n_dense_layers dense") end
+    local sigmoid = m.moe_router_bias and not m.moe_router_softmax_bias or m.moe_router_sigmoid
+    if (sigmoid and "sigmoid" or "softmax") ~= fc.score_func then
+      D(("%s router scores: the flavour's are %s"):format(sigmoid and "sigmoid" or "softmax", fc.score_func))
+    end
+    if (not m.moe_router_pre_softmax) ~= fc.route_norm then
+      D(fc.route_norm and "top-k weights not renormalised: the flavour's route_norm is True" or
+        "top-k weights renormalised: the flavour's route_norm is False")
+    end
+    local scale = (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor or 1.0
+    if not close(scale, fc.route_scale) then
+      D(("routed_scaling_factor %s: the flavour's route_scale is %s"):format(tostring(scale), tostring(fc.route_scale)))
+    end
+    if (m.moe_router_num_groups or 0) ~= fc.num_expert_groups or (m.moe_router_group_topk or 0) ~= fc.num_limited_groups then
+      D(("expert groups %d, top %d: the flavour's are %d, top %d"):format(m.moe_router_num_groups or 0,
+        m.moe_router_group_topk or 0, fc.num_expert_groups, fc.num_limited_groups))
+    end
+    balance_diffs(m, fc, D)
+  end
+  for _, what in ipairs(require("apsearch.launch.torchtitan").block_lacks(m, seq)) do D(what) end
+end
+
+-- what the release's gpt_oss (its fixed attention, window, biases and
+-- clamped experts, YaRN, softmax routing with an expert bias) builds
+-- otherwise than the model, by D(text)
+local function gptoss_numerics(m, fc, ms, shape, seq, D)
+  local L = m.num_layers
+  if (m.head_dim or m.hidden_size // m.num_attention_heads) ~= fc.head_dim then
+    D(("head_dim %s: the flavours' is %d"):format(tostring(m.head_dim), fc.head_dim))
+  end
+  if m.sliding_window ~= fc.window or m.sliding_window_period ~= fc.window_period or
+      m.sliding_window_layers ~= (L + 1) // 2 then
+    D(("a window other than %d tokens on the even layers (Attention.use_sliding_attention)"):format(fc.window))
+  end
+  if not (m.qkv_bias and m.attn_out_bias and m.mlp_bias and m.moe_router_linear_bias) then
+    D("no q/k/v, wo, router or expert biases: the release's gpt_oss has them all")
+  end
+  if m.glu_activation ~= "quick_gelu" or m.glu_clamp ~= fc.swiglu_limit or m.glu_linear_offset ~= 1 then
+    D(("experts other than the clamped SwiGLU (limit %s, up + 1) of the release's GroupedExperts"):format(
+      tostring(fc.swiglu_limit)))
+  end
+  if m.norm and m.norm ~= "rmsnorm" then D(tostring(m.norm) .. ": the release uses RMSNorm") end
+  if (m.shared_expert_ffn_hidden_size or 0) > 0 or not select(2, dense_lead(m)) or (dense_lead(m)) > 0 then
+    D("dense layers or shared experts: the release's gpt_oss makes every layer MoE, without shared experts")
+  end
+  yarn_diffs(m, fc, D)
+  if m.moe_router_pre_softmax then D("top-k weights not renormalised: route_norm is True") end
+  balance_diffs(m, fc, D)
+end
+
+-- the release models' numerics checks by model name
+local NUMERICS = { llama3 = dense_numerics, qwen3 = dense_numerics, deepseek_v3 = dsv3_numerics,
+  gpt_oss = gptoss_numerics }
 
 --- The release's model and flavour for a model, and what of the model it
 -- cannot build: the model by M.model_name, the flavour whose shape is the
@@ -239,44 +408,10 @@ function M.flavor(rel, m, seq)
   if m.vocab_size ~= fc.vocab_size then
     D(string.format("vocabulary %s: the flavours' is %d", tostring(m.vocab_size), fc.vocab_size))
   end
-  local H, nh = m.hidden_size, m.num_attention_heads
-  local hd = m.head_dim or H // nh
-  local want_hd = fc.head_dim or fc.dim // fc.n_heads
-  if hd ~= want_hd then
-    D(string.format("head_dim %d: the flavour's is %d%s", hd, want_hd, fc.head_dim and "" or " (dim // heads)"))
-  end
-  local titan = require "apsearch.launch.torchtitan"
-  local theta = m.rope_theta or 0
-  if theta > 0 and not close(theta, fc.rope_theta) then
-    D(string.format("RoPE theta %s: the flavour's is %d", titan.pyfloat(theta), fc.rope_theta))
-  end
-  local kind = m.rope_scaling_type or "none"
-  if kind ~= fc.rope_scaling_type then
-    if fc.rope_scaling_type == "none" then
-      D(kind .. " RoPE scaling: the release's " .. name .. " RoPE is unscaled")
-    else
-      D((kind == "none" and "no" or kind) .. " RoPE scaling: the release always applies llama3 scaling " ..
-        "(factor 8, 1, 4, 8192; precompute_freqs_cis)")
-    end
-  elseif kind == "llama3" then
-    for _, k in ipairs({ { "rope_scaling_factor", "scaling factor" }, { "low_freq_factor", "low_freq_factor" },
-      { "high_freq_factor", "high_freq_factor" }, { "original_max_position_embeddings", "original context" } }) do
-      local v = m[k[1]]
-      if v and v > 0 and not close(v, fc[k[1]]) then
-        D(string.format("llama3 RoPE %s %s: the flavours' is %s", k[2], tostring(v), tostring(fc[k[1]])))
-      end
-    end
-  end
   if (m.norm_eps or 0) > 0 and not close(m.norm_eps, fc.norm_eps) then
     D(string.format("norm epsilon %s: the flavours' is %s", tostring(m.norm_eps), tostring(fc.norm_eps)))
   end
-  if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
-  if m.qk_norm and not ms.qk_norm then D("qk-norm: the " .. name .. " model has none") end
-  if m.qk_norm_full_width then D("Q/K norms over the whole projection: the release's qwen3 normalises each head") end
-  if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
-  if name == "qwen3" and shape.num_experts > 0 and (fc.num_experts or 0) > 0 then qwen3_moe_diffs(m, fc, D) end
-  -- what no TorchTitan block has (GeGLU, LayerNorm, windows, Mamba-2, ...)
-  for _, what in ipairs(titan.block_lacks(m, seq)) do D(what) end
+  NUMERICS[name](m, fc, ms, shape, seq, D)
   return name, flavor, diffs
 end
 
@@ -360,7 +495,7 @@ function M.render(c, tag)
       "train_configs/*.toml at %s) and copy the [parallelism] keys below", m.num_experts, flavor, tag))
   elseif #diffs > 0 then
     for _, d in ipairs(diffs) do
-      N(NE, d .. " (a job file picks a flavour of " .. name .. "_args; it sets no model shape or numerics)")
+      N(NE, d .. " (a job file picks a flavour of " .. ms.args_name .. "; it sets no model shape or numerics)")
     end
   end
   local fl = ms.flavors[flavor].n_layers
@@ -372,6 +507,14 @@ function M.render(c, tag)
     N(NE, string.format("the pipeline keys below split the model's %d layers; on flavour %s's %d the release's " ..
       "pipeline_llm (torchtitan/distributed/pipeline_parallel.py at %s) refuses them or splits other layers",
       m.num_layers, flavor, fl, tag))
+  end
+  if cp > 1 and ms.context_parallel == false then
+    N(NE, string.format("context parallelism (context_parallel_degree %d): the release's %s flavours attend " ..
+      "with FlexAttention, and its model args' update_from_config raises NotImplementedError with CP", cp, name))
+  end
+  if ms.flavors[flavor] and flavor_spec(ms, flavor).attn_mask_type == "block_causal" then
+    N("NOTE", "the flavour masks attention block-causally by document (attn_mask_type \"block_causal\"): " ..
+      "packed documents shorter than the sequence attend less than the causal attention estimated")
   end
   K("model.flavor", flavor)
   local prec = tr.precision

@@ -773,7 +773,7 @@ end
 --- Edits between a missing config key and a key of the file that is
 -- named as its misspelling (num_hiden_layers: one); a longer name that
 -- merely begins the same (intermediate_size_mlp) is another key.
-M.MISSPELT_KEY_EDITS = 2
+M.MISSPELT_KEY_EDITS = 1
 
 -- "required key is missing", with the file's own key when it is a
 -- misspelling of it (M.MISSPELT_KEY_EDITS), and whether one was named
@@ -7607,6 +7607,45 @@ local function misspelt_type(mt, source)
   end
 end
 
+--- Config keys that, left out, silently take a default that changes the
+-- model (the heads, layers and widths, the experts and their routing, the
+-- tying, the RoPE base): a key a few edits from one of them, with that one
+-- absent, is said (a new user's `num_key_value_head` turned a GQA model
+-- into multi-head attention, 8.03B into 8.84B parameters, without a word).
+M.SHAPE_KEYS = { "num_key_value_heads", "num_attention_heads", "num_hidden_layers", "hidden_size",
+  "intermediate_size", "vocab_size", "head_dim", "max_position_embeddings", "tie_word_embeddings",
+  "rope_theta", "rms_norm_eps", "num_experts_per_tok", "moe_intermediate_size", "num_experts",
+  "n_routed_experts", "num_local_experts", "n_shared_experts", "first_k_dense_replace" }
+
+--- Most edits (insertions, deletions, substitutions) between a config key
+-- and one of M.SHAPE_KEYS for it to be read as that key misspelt: one, as
+-- other families' own keys lie two away (v_head_dim, num_shared_experts,
+-- num_experts_per_token: DeepSeek-V3, Hy3, Kimi K3).
+M.MISSPELT_KEY_EDITS = 1
+
+--- Notes for the top-level keys of a config that look like a misspelt
+-- M.SHAPE_KEYS entry the config lacks (within M.MISSPELT_KEY_EDITS edits,
+-- neither key a known one of the other).
+-- @tparam table cfg decoded config.json
+-- @tparam string source file name, for the notes
+-- @tparam table notes the import's notes (appended to)
+function M.misspelt_key_notes(cfg, source, notes)
+  local known = {}
+  for _, k in ipairs(M.SHAPE_KEYS) do known[k] = true end
+  local suggest = require "apsearch.suggest"
+  for _, k in ipairs(util.sorted_keys(cfg)) do
+    if type(k) == "string" and not known[k] then
+      for _, want in ipairs(M.SHAPE_KEYS) do
+        if cfg[want] == nil and suggest.distance(k, want, M.MISSPELT_KEY_EDITS) <= M.MISSPELT_KEY_EDITS then
+          note(notes, source, "key %q is none this reader takes; did you mean %q? (%s is not in the config: " ..
+            "its default applies)", util.clip(k), want, want)
+          break
+        end
+      end
+    end
+  end
+end
+
 --- The keys of the native checkpoint format's params.json that Mistral's
 -- Hub repositories (mistralai/Devstral-Small-2507: dim, n_layers, n_heads,
 -- n_kv_heads, hidden_dim, head_dim, norm_eps, vocab_size; mistral-inference)
@@ -7724,6 +7763,7 @@ function M.from_config(cfg, source, name)
     note(notes, source, "num_key_value_heads is not in the config: read as %d, the config class's default " ..
       "(transformers configuration_%s.py); a model's own config states it", kv_class, mt)
   end
+  M.misspelt_key_notes(cfg, source, notes)
   local model = build(reader(cfg, source), cfg, source, notes, extra)
   if KV_HEADS_DEFAULTED[model] then
     defaulted.num_key_value_heads = "not in the config: read as num_attention_heads"

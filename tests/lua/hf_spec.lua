@@ -98,6 +98,21 @@ describe("hf.load on the shipped configs", function()
       "attention), as LlamaConfig reads None; a grouped-query model's config states it", info.notes[1])
   end)
 
+  it("says a key one edit from a shape key the config lacks, and nothing for other families' own keys", function()
+    local cfg = require("cjson").decode(assert(io.open(ROOT .. "/examples/models/llama-3.1-8b.json")):read("a"))
+    cfg.num_key_value_head, cfg.num_key_value_heads = cfg.num_key_value_heads, nil
+    local _, info = hf.from_config(cfg, "l.json")
+    assert.are.equal('l.json: key "num_key_value_head" is none this reader takes; did you mean ' ..
+      '"num_key_value_heads"? (num_key_value_heads is not in the config: its default applies)', info.notes[1])
+    -- two edits away: DeepSeek-V3's v_head_dim (no head_dim key), Hy3's num_shared_experts
+    for _, f in ipairs({ "deepseek-v3.json", "hy3.json", "kimi-k2-instruct.json" }) do
+      local c = require("cjson").decode(assert(io.open(ROOT .. "/examples/models/" .. f)):read("a"))
+      local notes = {}
+      hf.misspelt_key_notes(c, f, notes)
+      assert.are.same({}, notes)
+    end
+  end)
+
   it("reads a left-out num_key_value_heads as the config class's number where it is one", function()
     -- MistralConfig's 8 (configuration_mistral.py @ 008e5743), not the 32
     -- heads: Mistral-7B-v0.1 without the key keeps its 7,241,732,096

@@ -900,7 +900,7 @@ function M.apply_release_settings(p)
       "another setting)"):format(whose, name, table.concat(set, ", "))
   elseif tr.software and not stacks.match(software, fw) then
     p.warnings[#p.warnings + 1] = ("note: %s names no release line apsearch knows for framework %s " ..
-      "(docs/policy.md \"training.software\"): the framework's own defaults"):format(whose, fw)
+      "(docs/policy.md \"Software stack and release\"): the framework's own defaults"):format(whose, fw)
   end
 end
 

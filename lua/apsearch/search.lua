@@ -1130,6 +1130,7 @@ function M.run(policy, opts)
     overrides = policy.overrides or util.array(),
     calibration = policy.calibration,   -- {name, file} when --calibration was given
     stack = policy.stack,               -- training.stack, or the framework's newest
+    software = policy.training and policy.training.software, -- training.software: the release whose recipe settings were taken
     defaults = policy.defaults,         -- the header lines of a built policy (apsearch.defaults)
     launchable = policy.launchable,     -- run --launchable: the framework whose launch file must build each strategy
     torchtitan_version = policy.torchtitan_version, -- run --torchtitan-version: the TorchTitan release the launch files target

@@ -348,16 +348,16 @@ aps_reason aps_check_moe(const aps_model *m, const aps_training *t,
                 aps_framework_name(t->framework));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
-    /* flex (DeepEP / HybridEP) and allgather are Megatron-Core
-     * dispatchers; TorchTitan's expert parallelism is all-to-all
-     * (torchtitan/distributed/expert_parallel.py) */
+    /* allgather is a Megatron-Core dispatcher; TorchTitan dispatches
+     * all-to-all (torchtitan/distributed/expert_parallel.py) or, as flex,
+     * with DeepEP / HybridEP (its expert_parallel_comm_backend since
+     * d021aa9c, 2025-12; models/common/config_utils.py comm_backend
+     * "deepep" / "hybridep" @ b5bcd76c) */
     if (t->framework == APS_FW_FSDP2 &&
-        s->moe_token_dispatcher != APS_MOE_ALLTOALL) {
-        aps_fmt(msg, n, "%s: moe_token_dispatcher = %s is Megatron-Core's "
-                "(TorchTitan dispatches all-to-all)",
-                aps_framework_name(t->framework),
-                s->moe_token_dispatcher == APS_MOE_FLEX ? "flex"
-                                                        : "allgather");
+        s->moe_token_dispatcher == APS_MOE_ALLGATHER) {
+        aps_fmt(msg, n, "%s: moe_token_dispatcher = allgather is Megatron-"
+                "Core's (TorchTitan dispatches all-to-all, or with DeepEP / "
+                "HybridEP as flex)", aps_framework_name(t->framework));
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     /* drop and pad with DeepEP: TransformerConfig.__post_init__ raises
@@ -1312,7 +1312,7 @@ static void expert_unit_buffers(const aps_model *m, const aps_training *t,
     if (aps_profile(t)->gather_budget <= 0 && !aps_fsdp_holds_stage(t, s, lay))
         st->mem[APS_MEM_COMM_FSDP] += aps_gathered_param_bytes(
             t, units * mc->expert_params, units * mc->expert_matmul_params);
-    if (!(aps_recipe_defer_grad_sync(t) && aps_fsdp_grads_deferred(t, lay)))
+    if (!aps_fsdp_grads_deferred(t, lay))
         st->mem[APS_MEM_COMM_FSDP] += plan->grad_reduce * mc->expert_params;
 }
 
@@ -1377,16 +1377,20 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
         st->mem[k] += em[k];
     st->expert_params = pe;
-    /* deferred gradient sync (profile defer_grad_sync, AutoModel): the
-     * FSDP buffers held every stage parameter's unsharded fp32 gradient
-     * as the dense model counts them (memory.c fsdp_buffers); the MoE
-     * layers' non-expert difference corrects that, and experts sharded
-     * over ep_shard (edp > 1: FSDP on their dim 1, AutoModel moe/
-     * parallelizer.py apply_fsdp) keep theirs unsharded too; with edp = 1
-     * FSDP ignores the experts (ignored_params) and their gradients are
-     * the grads category */
-    if (plan->fsdp_like && plan->mfsdp == APS_MFSDP_NONE &&
-        aps_recipe_defer_grad_sync(t) && aps_fsdp_grads_deferred(t, lay))
+    /* gradients held unsharded until the last micro-batch
+     * (aps_fsdp_grads_deferred: AutoModel's deferred sync, and the
+     * pipeline stage's backward under TorchTitan and AutoModel, profile
+     * pp_unsharded_grads): the FSDP buffers held every stage parameter's
+     * unsharded fp32 gradient as the dense model counts them (memory.c
+     * fsdp_buffers, on the same condition); the MoE layers' non-expert
+     * difference corrects that, and experts sharded over ep_shard (edp >
+     * 1: FSDP on their own mesh, AutoModel moe/parallelizer.py apply_fsdp,
+     * TorchTitan's efsdp) keep theirs unsharded too; with edp = 1 FSDP
+     * ignores the experts (ignored_params) and their gradients are the
+     * grads category.  (Once gated on aps_recipe_defer_grad_sync too, a
+     * TorchTitan DeepSeek-V3 at PP 8 kept 35 GB of a dense FFN's
+     * gradients its MoE layers do not have: an out-of-sample check.) */
+    if (plan->fsdp_like && plan->mfsdp == APS_MFSDP_NONE && aps_fsdp_grads_deferred(t, lay))
         st->mem[APS_MEM_COMM_FSDP] +=
             APS_FP32_BYTES * (psi + (edp > 1 ? pe : 0.0));
     /* likewise the unsharded parameters when FSDP holds the whole stage

@@ -383,6 +383,18 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
       assert.is_nil(joined:find(no, 1, true), no)
     end
     assert.truthy(f.text:find("# NOTE: the flavour masks attention block-causally by document", 1, true))
+    -- flex as DeepEP: the release's deepseek_v3 parallelize reads expert_parallel_comm_backend (l.100-121);
+    -- its qwen3 does not
+    fs = files("deepseek_v3_h100_1024.lua", { set = { "training.framework=fsdp2", "training.mtp_num_layers=0",
+      "search_space.moe_token_dispatcher=flex", "top_k=1" }, fix = { "cp_degree=1" } })
+    check_keys(fs[1].toml)
+    assert.are.equal("flex", fs[1].rec.moe_token_dispatcher)
+    assert.are.equal("deepep", fs[1].toml.parallelism.expert_parallel_comm_backend)
+    fs = files("qwen3_30b_a3b_h100.lua", { set = { "training.framework=fsdp2", "search_space.zero_stage=0",
+      "search_space.moe_token_dispatcher=flex", "top_k=1" }, fix = { "pp_degree=1", "tp_degree=1" } })
+    assert.is_nil(fs[1].toml.parallelism.expert_parallel_comm_backend)
+    assert.truthy(table.concat(fs[1].differs, "\n"):find("moe_token_dispatcher = flex: the release's qwen3 " ..
+      "dispatches all-to-all whatever expert_parallel_comm_backend says", 1, true))
     -- gptoss_configs "20b": its attention, window, biases and experts are gpt-oss-20b's; an expert bias and
     -- no auxiliary loss are not; no pipeline parallelism (pipelining_fn None)
     fs = files(LLAMA8, { set = { "model=gpt-oss-20b", "top_k=1" } })

@@ -1673,6 +1673,32 @@ describe("launch configs", function()
     assert.truthy(tt:find("CompileConfig(enable=True", 1, true))
   end)
 
+  it("TorchTitan: the flex dispatcher as HEAD's deepep / hybridep comm backend, with the converters that can pad", function()
+    -- models/common/config_utils.py @ b5bcd76c: comm_backend "deepep" / "hybridep"; the grouped
+    -- converters' swap_token_dispatcher pads through TorchAO's or HybridEP's dispatcher only
+    local function titan(set)
+      local opts = { "training.framework=fsdp2", "search_space.moe_token_dispatcher=flex",
+        "search_space.zero_stage=0", "top_k=1" }
+      for _, x in ipairs(set) do opts[#opts + 1] = x end
+      local r = run_example("qwen3_30b_a3b_h100.lua", { set = opts, fix = { "pp_degree=1", "tp_degree=1" } })
+      assert.are.equal("flex", r.top_k_strategies[1].moe_token_dispatcher)
+      assert.is_true(r.top_k_strategies[1].ep_degree > 1)
+      for _, f in ipairs(launch.render_all(r)) do
+        if f.engine == "torchtitan" then return f.text, parse_titan(f.text) end
+      end
+    end
+    local text, t = titan({})
+    assert.truthy(text:find('        moe_comm_backend="deepep",', 1, true), text)
+    assert.is_nil(text:find("moe_token_dispatcher = flex", 1, true))
+    text = titan({ "training.moe_flex_dispatcher_backend=hybridep", "training.precision=fp8" })
+    assert.truthy(text:find('        moe_comm_backend="hybridep",', 1, true), text)
+    assert.truthy(text:find("Float8GroupedExpertsConverter.Config", 1, true), text)
+    text, t = titan({ "training.precision=fp8" })
+    assert.are.same({ "Float8LinearConverter.Config" }, { t.converters[1].ctor, t.converters[2] })
+    assert.truthy(text:find("NOT EXPRESSIBLE in TorchTitan: the experts' grouped GEMMs in fp8 with DeepEP", 1,
+      true), text)
+  end)
+
   it("Megatron: store_param_remainders as the precision-aware optimizer keeps them, under the distributed optimizer", function()
     -- megatron/core/optimizer/optimizer_config.py @ d98e8a64 l.192 (store_param_remainders = True) and
     -- distrib_optimizer.py l.1008: with --use-precision-aware-optimizer and bf16 the master is int16 remainders

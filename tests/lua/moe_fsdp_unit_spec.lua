@@ -27,4 +27,27 @@ describe("MoE FSDP buffers", function()
     end
     assert.are.equal(6 * 64 * 3 * 2048 * 768, fsdp(128) - fsdp(64))
   end)
+
+  -- Under pipeline parallelism TorchTitan keeps a stage's FSDP units gathered
+  -- and its gradients unsharded until the last micro-batch (PyTorch's pipeline
+  -- stage: set_reshard_after_backward(False), set_requires_gradient_sync(False);
+  -- TorchTitan's reshard_after_forward "default" is False with PP): 2 bytes
+  -- of bf16 weight and 4 of fp32 gradient for every parameter the stage
+  -- holds, its MoE layers' own (router, shared expert, experts), not a dense
+  -- FFN's.  DeepSeek-V3 at PP 8, EP 32 over dp_shard 64 (torchtitan PR 2107's
+  -- layout): the dense FFN's 18,432-wide gradients once came on top, 35 GB.
+  it("holds a pipeline stage's own MoE parameters gathered with fp32 gradients under TorchTitan", function()
+    local m = H.example_model("deepseek-v3")
+    local cluster = { device = "h100-sxm-80gb", num_devices = 512, devices_per_node = 8 }
+    local tr = { global_batch_size = 1024, seq_length = 4096, framework = "fsdp2", precision = "bf16",
+                 torch_compile = true }
+    -- TorchTitan's own split, the embedding and the loss a layer each (space.lua default_split)
+    local e = core.context(m, cluster, tr):estimate({ fsdp_degree = 64, pp_degree = 8, vpp_degree = 2,
+      ep_degree = 32, micro_batch_size = 1, layer_recompute = "full", pipeline_split = "embedding_loss" })
+    assert.is_true(e.num_stages == 8, e.message)
+    for i = 2, 7 do -- the stages of MoE layers alone
+      local st = e.stages[i]
+      assert.are.equal(6 * (st.params + st.expert_params), st.memory_breakdown.comm_buffers.fsdp)
+    end
+  end)
 end)

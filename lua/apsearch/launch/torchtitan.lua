@@ -1090,10 +1090,22 @@ M.NO_DROPOUT = "TorchTitan's llama3, qwen3, deepseek_v3 and gpt_oss models have 
 -- @tparam boolean compile the model compiled
 -- @tparam function import import(module, name)
 -- @tparam function N note writer
+-- @tparam[opt] string backend the flex dispatcher's backend (M.comm_backend):
+--   the grouped converters swap in a padding dispatcher, which DeepEP's has
+--   not (components/quantization/utils.py swap_token_dispatcher raises), so
+--   with "deepep" the experts stay bf16 (NOT EXPRESSIBLE)
 -- @treturn table constructor calls, in the order they apply (empty: bf16)
-function M.converters(m, prec, compile, import, N)
+function M.converters(m, prec, compile, import, N, backend)
   local Q = "torchtitan.components.quantization"
   local moe = (m.num_experts or 0) > 0
+  -- the experts' own converter, unless the dispatcher cannot pad for it
+  local grouped = moe
+  if moe and backend == "deepep" and (prec == "fp8" or prec == "mxfp8") then
+    N("NOT EXPRESSIBLE in TorchTitan", "the experts' grouped GEMMs in " .. prec .. " with DeepEP: the grouped " ..
+      "converters pad each expert's tokens through the dispatcher, which DeepEP's cannot (swap_token_dispatcher " ..
+      "raises); written without them, the experts in bf16 (moe_flex_dispatcher_backend = hybridep pads)")
+    grouped = false
+  end
   local convs = {}
   local function add(name, args)
     import(Q, name)
@@ -1102,12 +1114,12 @@ function M.converters(m, prec, compile, import, N)
   if prec == "fp8" then
     add("Float8LinearConverter", { { "recipe_name", "rowwise" },
       { "filter_fqns", moe and { "lm_head", "router.gate" } or { "lm_head" } }, { "model_compile_enabled", compile } })
-    if moe then add("Float8GroupedExpertsConverter", { { "model_compile_enabled", compile } }) end
+    if grouped then add("Float8GroupedExpertsConverter", { { "model_compile_enabled", compile } }) end
   elseif prec == "mxfp8" then
     -- an include-list: every linear of the layers but the router's gate
     add("MXFP8LinearConverter", { { "fqns", moe and M.MXFP8_MOE_FQNS or { "layers" } },
       { "model_compile_enabled", compile } })
-    if moe then
+    if grouped then
       add("MXFP8GroupedExpertsConverter", { { "model_compile_enabled", compile },
         { "pad_multiple", M.MXFP8_GROUPED_PAD } })
     end
@@ -1202,6 +1214,7 @@ function M.render(c)
   local mm, mm_why
   if (m.num_experts or 0) > 0 then mm, mm_why = M.moe_model(m, shape.max_context_length, seq)
   else mm = M.dense_family_model(m, shape.max_context_length, pp, seq) end
+  M.comm_backend_arg(mm, r, tr)
   for _, n in ipairs(mm and mm.notes or mnotes) do N(n[1], n[2]) end
   if mm then
     -- model_shape's notes are about HEAD's llama3 builder; keep its context one
@@ -1232,7 +1245,7 @@ function M.render(c)
   -- quantisation converters on the transformer layers' linears, and on
   -- the MoE experts' grouped GEMMs
   local prec = tr.precision
-  local convs = M.converters(m, prec, compile, import, N)
+  local convs = M.converters(m, prec, compile, import, N, M.comm_backend(r, tr))
   if tr.fp8_param_gather == true then
     N("NOT EXPRESSIBLE in TorchTitan", "fp8_param_gather with " .. tostring(prec) ..
       ": TorchTitan's float8 rowwise, MX and NVFP4 linears gather bf16 parameters " ..
@@ -1551,14 +1564,42 @@ function M.moe_fields(c, F, N, mm, why)
     N("NOT EXPRESSIBLE in TorchTitan", "moe_grouped_gemm = false: HEAD's GroupedExperts always run " ..
       "grouped GEMMs")
   end
-  -- the file writes moe_comm_backend "standard": AllToAllTokenDispatcher
-  -- (models/common/config_utils.py @ b5bcd76c l.416-420); HEAD has no
-  -- all-gather dispatcher, and its deepep / hybridep backends are not written
+  -- the dispatcher: M.comm_backend_arg wrote flex as the family's
+  -- deepep / hybridep backend; HEAD has no all-gather dispatcher, and a
+  -- flex without expert parallelism or a family builder is written with
+  -- moe_comm_backend "standard" (AllToAllTokenDispatcher)
   local d = r.moe_token_dispatcher or "alltoall"
-  if d ~= "alltoall" then
-    N("NOT EXPRESSIBLE in TorchTitan", "moe_token_dispatcher = " .. d .. ": written with moe_comm_backend " ..
-      "\"standard\", the all-to-all dispatcher (config_utils.py AllToAllTokenDispatcher); HEAD has no " ..
-      "all-gather dispatcher, and its deepep / hybridep backends are not written")
+  if d == "allgather" or (d == "flex" and not (mm and M.comm_backend(r, c.training))) then
+    N("NOT EXPRESSIBLE in TorchTitan", "moe_token_dispatcher = " .. d .. (d == "flex" and
+      " without expert parallelism (DeepEP / HybridEP dispatch across EP ranks)" or "") .. ": written with " ..
+      "moe_comm_backend \"standard\", the all-to-all dispatcher (config_utils.py AllToAllTokenDispatcher)")
+  end
+end
+
+--- HEAD's moe_comm_backend for a strategy's flex dispatcher
+-- (models/common/config_utils.py make_token_dispatcher_config @ b5bcd76c:
+-- "deepep" DeepEPTokenDispatcher, "hybridep" HybridEPTokenDispatcher), by
+-- training.moe_flex_dispatcher_backend; nil for another dispatcher or
+-- without expert parallelism.
+-- @tparam table r strategy record
+-- @tparam table tr training
+-- @treturn string|nil
+function M.comm_backend(r, tr)
+  if r.moe_token_dispatcher ~= "flex" or (r.ep_degree or 1) <= 1 then return nil end
+  return tr.moe_flex_dispatcher_backend == "hybridep" and "hybridep" or "deepep"
+end
+
+--- Writes a flex strategy's backend (M.comm_backend) into a MoE family
+-- builder's moe_comm_backend argument, which the family functions set to
+-- "standard".
+-- @tparam table|nil mm M.moe_model's table (nil, or a dense family: nothing)
+-- @tparam table r strategy record
+-- @tparam table tr training
+function M.comm_backend_arg(mm, r, tr)
+  local backend = mm and mm.fam.moe and M.comm_backend(r, tr)
+  if not backend then return end
+  for _, a in ipairs(mm.args) do
+    if a[1] == "moe_comm_backend" then a[2] = backend end
   end
 end
 

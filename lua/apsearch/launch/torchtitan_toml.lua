@@ -415,6 +415,37 @@ function M.flavor(rel, m, seq)
   return name, flavor, diffs
 end
 
+--- The release's expert-parallel communication backend for a strategy's
+-- dispatcher: flex as parallelism.expert_parallel_comm_backend "deepep"
+-- where the release has it -- its deepseek_v3 parallelize reads it, with
+-- expert parallelism and no expert TP (models/deepseek_v3/infra/
+-- parallelize.py @ v0.2.2 l.100-121 raises otherwise); its qwen3 and
+-- gpt_oss dispatch all-to-all whatever the key says, and it has no
+-- HybridEP (job_config.py: Literal["standard", "deepep"]).  Otherwise NOT
+-- EXPRESSIBLE, written as the standard all-to-all.
+-- @tparam table r strategy record
+-- @tparam table tr training
+-- @tparam string name the release model written
+-- @tparam function K key writer
+-- @tparam function N note writer
+-- @tparam string NE the NOT EXPRESSIBLE tag
+function M.comm_backend_keys(r, tr, name, K, N, NE)
+  local d = r.moe_token_dispatcher or "alltoall"
+  if d == "alltoall" then return end
+  local ep, etp = r.ep_degree or 1, r.etp_degree or r.tp_degree or 1
+  local hybrid = tr.moe_flex_dispatcher_backend == "hybridep"
+  if d == "flex" and not hybrid and name == "deepseek_v3" and ep > 1 and etp == 1 then
+    K("parallelism.expert_parallel_comm_backend", "deepep")
+    return
+  end
+  local why = d == "allgather" and "the release has no all-gather dispatcher" or
+    hybrid and "the release has no HybridEP backend (expert_parallel_comm_backend standard or deepep)" or
+    name ~= "deepseek_v3" and ("the release's " .. name .. " dispatches all-to-all whatever " ..
+      "expert_parallel_comm_backend says (its parallelize reads no backend)") or
+    "DeepEP needs expert parallelism without expert TP (deepseek_v3 parallelize.py raises)"
+  N(NE, ("moe_token_dispatcher = %s: %s; written as the standard all-to-all"):format(d, why))
+end
+
 --- Layer-frequency selective AC (`selective_ac_option = "<k>"`) giving
 -- each pipeline rank the estimate's count of recomputed layers: the
 -- release checkpoints a block when a per-process count of blocks is a
@@ -658,6 +689,7 @@ function M.render(c, tag)
       N(NE, "moe_capacity_factor = " .. tostring(r.moe_capacity_factor) .. ": the release's expert " ..
         "parallelism is dropless")
     end
+    M.comm_backend_keys(r, tr, name, K, N, NE)
   end
 
   -- activation checkpointing

@@ -288,17 +288,31 @@ bool aps_split_by_rule(const aps_strategy *s);
  *  pipeline_split rule (pipeline.c: embedding_loss, deepspeed_type,
  *  fill_last, with their sources), or the even split plus layer_offset.
  *  Returns APS_REASON_NONE or PP_DIVISIBILITY / PP_PARTITION /
- *  VPP_INVALID with a message; PP_PARTITION too when a model with
- *  cross-layer top-k sharing (model.index_topk_freq > 1) has a chunk that
- *  starts on a layer reusing another's top-k (Megatron-Core refuses it;
- *  balance_stages' split is checked after balancing instead). */
+ *  VPP_INVALID with a message. */
 aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *chunks, char *msg, size_t n);
 
+/** aps_chunk_layers, and PP_PARTITION when a model with cross-layer top-k
+ *  sharing (model.index_topk_freq > 1) has a chunk that starts on a layer
+ *  reusing another's top-k where the framework refuses it: Megatron-Core
+ *  (and t NULL); not NeMo AutoModel, which passes the top-k across stages
+ *  (src/core/dsa.c aps_dsa_split_free).  balance_stages' split is checked
+ *  after balancing instead. */
+aps_reason aps_chunk_layers_dsa(const aps_model *m, const aps_training *t,
+                                const aps_strategy *s, int64_t *chunks,
+                                char *msg, size_t n);
+
 /** Layers per pipeline rank into layers[0..p-1]: the sums of its model
- *  chunks (aps_chunk_layers).  Returns as aps_chunk_layers. */
+ *  chunks (aps_chunk_layers_dsa for Megatron-Core).  Returns as
+ *  aps_chunk_layers_dsa. */
 aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *layers, char *msg, size_t n);
+
+/** aps_stage_layers with the framework's top-k sharing rule
+ *  (aps_chunk_layers_dsa). */
+aps_reason aps_stage_layers_dsa(const aps_model *m, const aps_training *t,
+                                const aps_strategy *s, int64_t *layers,
+                                char *msg, size_t n);
 
 /** Activation sets alive on pipeline rank i (0-based) at its peak.
  *  v = 1 (1F1B): min(p - i, m) (Narayanan et al. SC'21 s.2.2.1).

@@ -215,7 +215,7 @@ static bool affine_costs(const aps_model *m, const aps_cluster *c,
 static bool dsa_split_ok(const aps_model *m, const aps_layout *lay,
                          const int64_t *k)
 {
-    if (m->index_topk_freq <= 1)
+    if (m->index_topk_freq <= 1 || lay->dsa_split_free)
         return true;
     int64_t chunks[APS_MAX_STAGES];
     for (int64_t i = 0; i < lay->p; i++)

@@ -350,7 +350,7 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                 (long long)s->vpp_degree, (long long)s->pp_degree);
         return APS_REASON_VPP_INVALID;
     }
-    aps_reason r = aps_stage_layers(m, s, layers, msg, n);
+    aps_reason r = aps_stage_layers_dsa(m, t, s, layers, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     /* megatron/training/arguments.py (d98e8a64) asserts (num_layers + 2)

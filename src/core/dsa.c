@@ -99,6 +99,14 @@ static int64_t source_layer(const aps_model *m, int64_t i)
     return n <= off ? n : n - (n - off) % m->index_topk_freq;
 }
 
+bool aps_dsa_split_free(const aps_training *t)
+{
+    /* NVIDIA-NeMo/Automodel 36044ad3 nemo_automodel/components/models/
+     * glm_moe_dsa/model.py:227 (prev_topk_indices: the previous pipeline
+     * stage's IndexShare selection), :293 */
+    return t != NULL && t->framework == APS_FW_AUTOMODEL;
+}
+
 aps_reason aps_dsa_chunks_check(const aps_model *m, const int64_t *chunks,
                                 int64_t nchunks, char *msg, size_t n)
 {

@@ -211,6 +211,11 @@ typedef struct {
                                             _checkpointed_forward @ d98e8a64;
                                             block skips them, with a
                                             warning) */
+    bool dsa_split_free;               /**< a model chunk may start on a
+                                            layer that reuses an earlier
+                                            layer's DSA top-k: the framework
+                                            passes it across pipeline
+                                            stages (aps_dsa_split_free) */
 } aps_layout;
 
 /** FSDP gradients held unsharded in fp32 until the step's last
@@ -755,6 +760,12 @@ int64_t aps_dsa_indexer_layers(const aps_model *m);
  *  chunks[0 .. nchunks - 1] (layers per chunk in model order) starts on a
  *  layer that reuses another layer's top-k (Megatron-Core d98e8a64
  *  _validate_dsa_index_share_pipeline_split); NONE without sharing. */
+/** True when the framework passes a DeepSeek Sparse Attention layer's
+ *  top-k to the next pipeline stage, so that a model chunk may start on a
+ *  layer that reuses it: NeMo AutoModel (glm_moe_dsa/model.py
+ *  prev_topk_indices, threaded across stages); Megatron-Core refuses such
+ *  a split (aps_dsa_chunks_check). */
+bool aps_dsa_split_free(const aps_training *t);
 aps_reason aps_dsa_chunks_check(const aps_model *m, const int64_t *chunks,
                                 int64_t nchunks, char *msg, size_t n);
 /** Linear weights of the mean layer's indexer: wq_b, wk, weights_proj,

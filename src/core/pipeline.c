@@ -302,8 +302,16 @@ static bool balanced_placeholder(const aps_strategy *s)
 aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *chunks, char *msg, size_t n)
 {
+    return chunk_layers(m, s, chunks, msg, n);
+}
+
+aps_reason aps_chunk_layers_dsa(const aps_model *m, const aps_training *t,
+                                const aps_strategy *s, int64_t *chunks,
+                                char *msg, size_t n)
+{
     aps_reason r = chunk_layers(m, s, chunks, msg, n);
-    if (r != APS_REASON_NONE || balanced_placeholder(s))
+    if (r != APS_REASON_NONE || balanced_placeholder(s) ||
+        aps_dsa_split_free(t))
         return r;
     return aps_dsa_chunks_check(m, chunks, s->pp_degree * s->vpp_degree,
                                 msg, n);
@@ -312,8 +320,8 @@ aps_reason aps_chunk_layers(const aps_model *m, const aps_strategy *s,
 aps_reason aps_layout_dsa_check(const aps_model *m, const aps_layout *lay,
                                 char *msg, size_t n)
 {
-    if (m->index_topk_freq <= 1) /* every estimate: no sharing, no loop */
-        return APS_REASON_NONE;
+    if (m->index_topk_freq <= 1 || lay->dsa_split_free)
+        return APS_REASON_NONE; /* every estimate without sharing: no loop */
     int64_t chunks[APS_MAX_STAGES];
     for (int64_t i = 0; i < lay->p; i++)
         for (int64_t k = 0; k < lay->v; k++)
@@ -325,8 +333,15 @@ aps_reason aps_layout_dsa_check(const aps_model *m, const aps_layout *lay,
 aps_reason aps_stage_layers(const aps_model *m, const aps_strategy *s,
                             int64_t *layers, char *msg, size_t n)
 {
+    return aps_stage_layers_dsa(m, NULL, s, layers, msg, n);
+}
+
+aps_reason aps_stage_layers_dsa(const aps_model *m, const aps_training *t,
+                                const aps_strategy *s, int64_t *layers,
+                                char *msg, size_t n)
+{
     int64_t chunks[APS_MAX_STAGES];
-    aps_reason r = aps_chunk_layers(m, s, chunks, msg, n);
+    aps_reason r = aps_chunk_layers_dsa(m, t, s, chunks, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     for (int64_t i = 0; i < s->pp_degree; i++) {
@@ -365,7 +380,8 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
     lay->vocab_padded = aps_padded_vocab(m, t, s->tp_degree);
     lay->sched = aps_strategy_sched(s);
     lay->g = s->microbatch_group_size;
-    aps_reason r = aps_chunk_layers(m, s, lay->chunk, msg, n);
+    lay->dsa_split_free = aps_dsa_split_free(t);
+    aps_reason r = aps_chunk_layers_dsa(m, t, s, lay->chunk, msg, n);
     if (r != APS_REASON_NONE)
         return r;
     /* Megatron-LM d98e8a64 megatron/core/models/gpt/gpt_model.py:166

@@ -159,6 +159,13 @@ describe("DeepSeek Sparse Attention: configs", function()
     assert.truthy(out:find("NO: PP_PARTITION: model chunk 2 starts on layer 40 (1-based), which reuses layer 39's " ..
       "top-k", 1, true), out)
     assert.truthy(out:gsub("%s+", " "):find("start it on layer 39 or 43", 1, true), out)
+    -- NeMo AutoModel passes the previous stage's top-k on (glm_moe_dsa/model.py prev_topk_indices):
+    -- the same split estimates there
+    code, out = H.apsearch("estimate", "--model", "tests/fixtures/heldout_configs/zai-org--GLM-5.2.json",
+      "--cluster", "h100-sxm-80gb:64", "--set", "training.framework=automodel", "--strategy",
+      "pp_degree=2,stage_partition=39:39,ep_degree=8,fsdp_degree=256,dp_degree=1")
+    assert.is_nil(out:find("PP_PARTITION", 1, true), out)
+    assert.truthy(out:find("\nstrategy  ", 1, true), out)
   end)
 
   it("the core refuses an indexer without MLA, naming the field", function()

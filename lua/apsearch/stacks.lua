@@ -529,7 +529,7 @@ end
 function M.resolve(training)
   training = training or {}
   if training.stack then return training.stack end
-  return M.of_software(training.software, training.framework or "megatron")
+  return (M.of_software(training.software, training.framework or "megatron"))
 end
 
 --- Checks `training.stack` against the framework; nil when it is fine,

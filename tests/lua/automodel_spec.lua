@@ -167,6 +167,19 @@ describe("framework automodel", function()
     assert.are.equal(f.memory_breakdown.grads, a.memory_breakdown.grads)
   end)
 
+  it("prices TorchTitan's DeepEP / HybridEP (flex) and refuses the all-gather dispatcher it lacks", function()
+    -- TorchTitan's expert_parallel_comm_backend deepep since d021aa9c; models/common/config_utils.py
+    -- comm_backend deepep / hybridep / standard @ b5bcd76c; no all-gather dispatcher
+    local s = { fsdp_degree = 8, ep_degree = 8, micro_batch_size = 1 }
+    local flex = ctx_of(moe8(), "fsdp2"):estimate(with_dispatcher(s, "flex"))
+    local a2a = ctx_of(moe8(), "fsdp2"):estimate(with_dispatcher(s, "alltoall"))
+    assert.is_nil(flex.reason, flex.message)
+    assert.is_true(flex.step_time > 0 and flex.step_time ~= a2a.step_time)
+    local ag = ctx_of(moe8(), "fsdp2"):estimate(with_dispatcher(s, "allgather"))
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", ag.reason)
+    assert.matches("allgather is Megatron%-Core's", ag.message)
+  end)
+
   it("holds a pipeline stage's non-expert parameters gathered, in bf16, beside their fp32 gradients", function()
     -- Under PP, AutoModel keeps every FSDP unit of the stage unsharded until
     -- the step's last backward (moe/fsdp_mixin.py patched_backward_maybe_

@@ -891,7 +891,7 @@ M.torchtitan_releases = {
         common = { dim = 2880, n_heads = 64, n_kv_heads = 8, head_dim = 64, moe_inter_dim = 2880, top_k = 4,
           vocab_size = 201088, tie_word_embeddings = false, norm_eps = 1e-5, rope_theta = 150000,
           rope_factor = 32, original_seq_len = 4096, beta_fast = 32, beta_slow = 1, window = 128,
-          window_period = 2, swiglu_limit = 7.0, load_balance_coeff = 1e-3 },
+          window_period = 2, glu_clamp = 7.0, load_balance_coeff = 1e-3 },
         qk_norm = false, pipelining = false, context_parallel = false, args_name = "gptoss_configs",
       },
     },

@@ -713,6 +713,50 @@ function M.dense_family_model(m, ctx, pp, seq)
     own_head = own_head, tied = tied }
 end
 
+--- What a gpt-oss block (the fixed attention of n_heads, n_kv_heads and
+-- head_dim, a window of `window` tokens every window_period-th layer from
+-- the first, attention sinks' model with q/k/v, wo, router and expert
+-- biases, the clamped SwiGLU with up + 1, RMSNorm, every layer MoE without
+-- shared experts) builds otherwise than the model, each by W(text): HEAD's
+-- _build_gptoss_layers and the v0.2.2 release's gpt_oss fix the same block.
+-- @tparam table m model
+-- @tparam table x the fixed values: n_heads, n_kv_heads, head_dim,
+--   window, window_period, glu_clamp
+-- @tparam integer dense leading dense layers
+-- @tparam table names for the reasons: `layers` (the layer builder),
+--   `attn` (the attention's), `experts` (the experts' class), `norm` (who
+--   uses RMSNorm)
+-- @tparam function W reason writer
+function M.gptoss_block_lacks(m, x, dense, names, W)
+  local L = m.num_layers
+  local hd = m.head_dim or m.hidden_size // m.num_attention_heads
+  if m.num_attention_heads ~= x.n_heads or (m.num_query_groups or m.num_attention_heads) ~= x.n_kv_heads or
+    hd ~= x.head_dim then
+    W(string.format("%d heads, %d KV heads, head_dim %d (%s builds %d, %d, %d)",
+      m.num_attention_heads, m.num_query_groups or m.num_attention_heads, hd, names.attn, x.n_heads,
+      x.n_kv_heads, x.head_dim))
+  end
+  if m.sliding_window ~= x.window or m.sliding_window_period ~= x.window_period or
+    m.sliding_window_layers ~= (L + 1) // 2 then
+    W(("a window other than %d tokens on the even layers (%s' own)"):format(x.window, names.layers))
+  end
+  if not (m.qkv_bias and m.attn_out_bias and m.mlp_bias and m.moe_router_linear_bias) then
+    W("no q/k/v, wo, router or expert biases (" .. names.layers .. " has them all)")
+  end
+  if m.glu_activation ~= "quick_gelu" or m.glu_clamp ~= x.glu_clamp or m.glu_linear_offset ~= 1 then
+    W(("experts other than the clamped SwiGLU (alpha 1.702, limit %s, up + 1) of %s"):format(
+      ("%g"):format(x.glu_clamp), names.experts))
+  end
+  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (" .. names.norm .. " uses RMSNorm)") end
+  if dense > 0 or (m.shared_expert_ffn_hidden_size or 0) > 0 then
+    W("dense layers or shared experts (" .. names.layers .. " makes every layer MoE, without shared experts)")
+  end
+end
+
+--- The names of HEAD's gpt-oss builders in M.gptoss_block_lacks' reasons.
+M.GPTOSS_NAMES = { layers = "_build_gptoss_layers", attn = "_make_gptoss_attn_config",
+  experts = "GptOssGroupedExperts", norm = "the builder" }
+
 --- HEAD's gpt-oss model (torchtitan/models/gpt_oss/__init__.py
 -- _build_gptoss_layers @ b5bcd76c) for a model with attention sinks, when
 -- it is what the builder fixes (options.torchtitan.families.gpt_oss.fixed:
@@ -732,25 +776,7 @@ end
 function M.gptoss_layers(m, fam, ctx, dense, W, A, R, N)
   local x, L = fam.fixed, m.num_layers
   local hd = m.head_dim or m.hidden_size // m.num_attention_heads
-  if m.num_attention_heads ~= x.n_heads or (m.num_query_groups or m.num_attention_heads) ~= x.n_kv_heads or
-    hd ~= x.head_dim then
-    W(string.format("%d heads, %d KV heads, head_dim %d (_make_gptoss_attn_config builds %d, %d, %d)",
-      m.num_attention_heads, m.num_query_groups or m.num_attention_heads, hd, x.n_heads, x.n_kv_heads, x.head_dim))
-  end
-  if m.sliding_window ~= x.window or m.sliding_window_period ~= x.window_period or
-    m.sliding_window_layers ~= (L + 1) // 2 then
-    W("a window other than 128 tokens on the even layers (_build_gptoss_layers' own)")
-  end
-  if not (m.qkv_bias and m.attn_out_bias and m.mlp_bias and m.moe_router_linear_bias) then
-    W("no q/k/v, wo, router or expert biases (_build_gptoss_layers has them all)")
-  end
-  if m.glu_activation ~= "quick_gelu" or m.glu_clamp ~= x.glu_clamp or m.glu_linear_offset ~= 1 then
-    W("experts other than the clamped SwiGLU (alpha 1.702, limit 7, up + 1) of GptOssGroupedExperts")
-  end
-  if m.norm and m.norm ~= "rmsnorm" then W(tostring(m.norm) .. " (the builder uses RMSNorm)") end
-  if dense > 0 or (m.shared_expert_ffn_hidden_size or 0) > 0 then
-    W("dense layers or shared experts (_build_gptoss_layers makes every layer MoE, without shared experts)")
-  end
+  M.gptoss_block_lacks(m, x, dense, M.GPTOSS_NAMES, W)
   local kind = m.rope_scaling_type or "none"
   if kind ~= "none" and kind ~= "yarn" then W(kind .. " RoPE scaling (CosSinRoPE: none or yarn)") end
   A("fuse_qkv", true) A("dim", m.hidden_size) A("n_layers", L) A("hidden_dim", m.moe_ffn_hidden_size)
@@ -877,11 +903,14 @@ end
 -- @tparam table m model (num_experts > 0)
 -- @tparam integer ctx RoPE max_context_length (M.model_shape)
 -- @tparam[opt] integer seq training seq_length (M.family_block_lacks)
+-- @tparam[opt] string backend the builders' moe_comm_backend for a flex
+--   dispatcher (M.comm_backend: "deepep", "hybridep"); nil: "standard",
+--   the all-to-all the family functions write
 -- @treturn table|nil `{family, fam, flavor, args = {{name, value}...},
 --   rope = {{name, value}...}, notes = {{kind, text}...}, own_head,
 --   no_expert_bias}`
 -- @treturn string|nil why HEAD cannot build it (nil: no family matches)
-function M.moe_model(m, ctx, seq)
+function M.moe_model(m, ctx, seq, backend)
   local family
   if m.attention_sinks then family = "gpt_oss"
   elseif (m.kv_lora_rank or 0) > 0 then family = "deepseek_v3"
@@ -891,7 +920,10 @@ function M.moe_model(m, ctx, seq)
   local why, notes, args, rope = {}, {}, {}, {}
   local function W(t) why[#why + 1] = t end
   local function N(kind, text) notes[#notes + 1] = { kind, text } end
-  local function A(k, v) args[#args + 1] = { k, v } end
+  local function A(k, v)
+    if k == "moe_comm_backend" and backend then v = backend end
+    args[#args + 1] = { k, v }
+  end
   local function R(k, v) rope[#rope + 1] = { k, v } end
   local flavor, own_head = M.family_flavor(fam, m, false)
   if m.tie_word_embeddings then W("tied embeddings (HEAD's MoE flavours are untied)") end
@@ -1212,9 +1244,9 @@ function M.render(c)
   -- a model of a family HEAD has: that family's model (M.moe_model,
   -- M.dense_family_model)
   local mm, mm_why
-  if (m.num_experts or 0) > 0 then mm, mm_why = M.moe_model(m, shape.max_context_length, seq)
+  if (m.num_experts or 0) > 0 then
+    mm, mm_why = M.moe_model(m, shape.max_context_length, seq, M.comm_backend(r, tr))
   else mm = M.dense_family_model(m, shape.max_context_length, pp, seq) end
-  M.comm_backend_arg(mm, r, tr)
   for _, n in ipairs(mm and mm.notes or mnotes) do N(n[1], n[2]) end
   if mm then
     -- model_shape's notes are about HEAD's llama3 builder; keep its context one
@@ -1587,20 +1619,6 @@ end
 function M.comm_backend(r, tr)
   if r.moe_token_dispatcher ~= "flex" or (r.ep_degree or 1) <= 1 then return nil end
   return tr.moe_flex_dispatcher_backend == "hybridep" and "hybridep" or "deepep"
-end
-
---- Writes a flex strategy's backend (M.comm_backend) into a MoE family
--- builder's moe_comm_backend argument, which the family functions set to
--- "standard".
--- @tparam table|nil mm M.moe_model's table (nil, or a dense family: nothing)
--- @tparam table r strategy record
--- @tparam table tr training
-function M.comm_backend_arg(mm, r, tr)
-  local backend = mm and mm.fam.moe and M.comm_backend(r, tr)
-  if not backend then return end
-  for _, a in ipairs(mm.args) do
-    if a[1] == "moe_comm_backend" then a[2] = backend end
-  end
 end
 
 --- `Ctor(k=v, ...)` with the constructor and its arguments checked

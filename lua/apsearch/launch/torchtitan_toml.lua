@@ -135,11 +135,13 @@ local function model_shape(m)
   local moe = (m.num_experts or 0) > 0
   local fe, fs = m.moe_ffn_hidden_size or 0, m.shared_expert_ffn_hidden_size or 0
   local mla = (m.kv_lora_rank or 0) > 0
-  return { dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
+  local dense, all_moe = 0, true
+  if moe then dense, all_moe = dense_lead(m) end
+  return { all_moe = all_moe, dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
     hidden_dim = not moe and m.ffn_hidden_size or nil, tie_word_embeddings = m.tie_word_embeddings == true,
     num_experts = m.num_experts or 0, top_k = moe and m.experts_per_token or nil,
     moe_inter_dim = moe and fe or nil, inter_dim = moe and m.ffn_hidden_size or nil,
-    n_dense_layers = moe and (dense_lead(m)) or nil,
+    n_dense_layers = moe and dense or nil,
     num_shared_experts = moe and fe > 0 and (fs % fe == 0 and fs // fe or fs / fe) or nil,
     q_lora_rank = mla and (m.q_lora_rank or 0) or nil, kv_lora_rank = mla and m.kv_lora_rank or nil,
     qk_nope_head_dim = mla and m.qk_nope_head_dim or nil, qk_rope_head_dim = mla and m.qk_rope_head_dim or nil,
@@ -214,17 +216,14 @@ end
 -- scores, route_norm, route_scale 1, no groups, an expert bias from
 -- load_balance_coeff 1e-3; every layer MoE, no shared expert, no
 -- auxiliary loss) routes or builds otherwise than the model
-local function qwen3_moe_diffs(m, fs, D)
-  local pattern = require("apsearch.core").model_params(m).moe_pattern or {}
-  for _, v in ipairs(pattern) do
-    if v ~= 1 then D("dense layers beside the MoE ones: the release's MoE flavours make every layer MoE") break end
+local function qwen3_moe_diffs(m, fs, shape, D)
+  local titan = require "apsearch.launch.torchtitan"
+  if shape.n_dense_layers > 0 or not shape.all_moe then
+    D("dense layers beside the MoE ones: the release's MoE flavours make every layer MoE")
   end
   if (m.shared_expert_ffn_hidden_size or 0) > 0 then D("shared experts: the release's qwen3 flavours have none") end
-  if m.moe_router_pre_softmax then D("top-k weights not renormalised (norm_topk_prob false): route_norm is True") end
-  if (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor ~= 1 then
-    D("routed_scaling_factor " .. tostring(m.moe_router_topk_scaling_factor) .. ": route_scale is 1")
-  end
-  if (m.moe_router_num_groups or 0) > 0 then D("group-limited routing: the flavours have no expert groups") end
+  -- route_norm, route_scale 1, no groups: what HEAD's softmax routers fix too
+  titan.softmax_router_notes(m, "the release's qwen3 flavours", function(_, t) D(t) end)
   if m.moe_router_bias and not m.moe_router_softmax_bias then
     D("sigmoid router scores: the flavours score by softmax")
   end
@@ -267,7 +266,7 @@ local function dense_numerics(m, fc, ms, shape, seq, D)
   if m.qk_norm and not ms.qk_norm then D("qk-norm: the llama3 model has none") end
   if m.qk_norm_full_width then D("Q/K norms over the whole projection: the release's qwen3 normalises each head") end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
-  if ms.qk_norm and shape.num_experts > 0 and (fc.num_experts or 0) > 0 then qwen3_moe_diffs(m, fc, D) end
+  if ms.qk_norm and shape.num_experts > 0 and (fc.num_experts or 0) > 0 then qwen3_moe_diffs(m, fc, shape, D) end
   -- what no TorchTitan block has (GeGLU, LayerNorm, windows, Mamba-2, ...)
   for _, what in ipairs(titan.block_lacks(m, seq)) do D(what) end
 end
@@ -314,8 +313,7 @@ local function dsv3_numerics(m, fc, ms, shape, seq, D)
   end
   if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
   if (shape.num_experts or 0) > 0 then
-    local _, all_moe = dense_lead(m)
-    if not all_moe then D("dense layers between MoE ones: the flavours make the first n_dense_layers dense") end
+    if not shape.all_moe then D("dense layers between MoE ones: the flavours make the first n_dense_layers dense") end
     local sigmoid = m.moe_router_bias and not m.moe_router_softmax_bias or m.moe_router_sigmoid
     if (sigmoid and "sigmoid" or "softmax") ~= fc.score_func then
       D(("%s router scores: the flavour's are %s"):format(sigmoid and "sigmoid" or "softmax", fc.score_func))
@@ -341,29 +339,17 @@ end
 -- clamped experts, YaRN, softmax routing with an expert bias) builds
 -- otherwise than the model, by D(text)
 local function gptoss_numerics(m, fc, ms, shape, seq, D)
-  local L = m.num_layers
-  if (m.head_dim or m.hidden_size // m.num_attention_heads) ~= fc.head_dim then
-    D(("head_dim %s: the flavours' is %d"):format(tostring(m.head_dim), fc.head_dim))
-  end
-  if m.sliding_window ~= fc.window or m.sliding_window_period ~= fc.window_period or
-      m.sliding_window_layers ~= (L + 1) // 2 then
-    D(("a window other than %d tokens on the even layers (Attention.use_sliding_attention)"):format(fc.window))
-  end
-  if not (m.qkv_bias and m.attn_out_bias and m.mlp_bias and m.moe_router_linear_bias) then
-    D("no q/k/v, wo, router or expert biases: the release's gpt_oss has them all")
-  end
-  if m.glu_activation ~= "quick_gelu" or m.glu_clamp ~= fc.swiglu_limit or m.glu_linear_offset ~= 1 then
-    D(("experts other than the clamped SwiGLU (limit %s, up + 1) of the release's GroupedExperts"):format(
-      tostring(fc.swiglu_limit)))
-  end
-  if m.norm and m.norm ~= "rmsnorm" then D(tostring(m.norm) .. ": the release uses RMSNorm") end
-  if (m.shared_expert_ffn_hidden_size or 0) > 0 or not select(2, dense_lead(m)) or (dense_lead(m)) > 0 then
-    D("dense layers or shared experts: the release's gpt_oss makes every layer MoE, without shared experts")
-  end
+  local titan = require "apsearch.launch.torchtitan"
+  titan.gptoss_block_lacks(m, fc, shape.n_dense_layers or 0, M.GPTOSS_NAMES, D)
+  if not shape.all_moe then D("dense layers between MoE ones: the release's gpt_oss makes every layer MoE") end
   yarn_diffs(m, fc, D)
-  if m.moe_router_pre_softmax then D("top-k weights not renormalised: route_norm is True") end
+  titan.softmax_router_notes(m, "the release's gpt_oss", function(_, t) D(t) end)
   balance_diffs(m, fc, D)
 end
+
+-- (the release's own names in gptoss_block_lacks' reasons)
+M.GPTOSS_NAMES = { layers = "the release's gpt_oss", attn = "the release's gpt_oss Attention",
+  experts = "the release's GroupedExperts", norm = "the release's gpt_oss" }
 
 -- the release models' numerics checks by model name
 local NUMERICS = { llama3 = dense_numerics, qwen3 = dense_numerics, deepseek_v3 = dsv3_numerics,

@@ -835,6 +835,25 @@ function M.listed(names)
   return #names > 0 and table.concat(names, ", ") or "none"
 end
 
+--- Loads the built-in default policy (no POLICY given, nor --model or
+-- --cluster), under the run's sandbox limits as any policy: a limit the
+-- user set too low to read it is said against that flag, not as a
+-- position in a file the user never gave.
+-- @tparam string path the default policy's path
+-- @tparam table o policy load options
+-- @treturn table the policy
+-- @raise `the built-in default policy (...): <the limit> ...` for a limit
+function M.load_default_policy(path, o)
+  local ok, p = pcall(policy_mod.load, path, o)
+  if ok then return p end
+  local msg = type(p) == "string" and p or nil
+  local limit = msg and msg:match("^[^\n]-:%d+: ([^\n]*%(sandbox limit; raise it with %-%-[%w%-]+%))")
+  if limit then
+    error(("the built-in default policy (examples/llama3_8b_h100.lua, no POLICY given): %s"):format(limit), 0)
+  end
+  error(p, 0)
+end
+
 local function load_policy(path, opts, extra)
   M.configure_sandbox(opts)
   path = path and M.example_path(path)
@@ -844,7 +863,9 @@ local function load_policy(path, opts, extra)
   local o = { set = shortcut_sets(opts), fix = opts.fix or {} }
   for k, v in pairs(extra or {}) do o[k] = v end
   local p
-  if path then
+  if path and opts.POLICY == nil and path == default_policy() then
+    p = M.load_default_policy(path, o)
+  elseif path then
     p = policy_mod.load(path, o)
   else
     local raw, header, command = M.built_policy(opts)

@@ -86,4 +86,24 @@ describe("fuzz findings", function()
     assert.truthy(first:find("frule.lua:3: instruction limit exceeded", 1, true), err)
     assert.is_nil(first:find("rules.lua", 1, true), err)
   end)
+
+  -- fuzz_args, 2026-12-07 (3,099 inputs): `estimate --sandbox-instructions=10`
+  -- with no POLICY loads the built-in default policy under that limit, and
+  -- the error named a line of examples/llama3_8b_h100.lua -- a file the
+  -- user never gave -- with a stack traceback after it.  The limit is said
+  -- against the built-in policy now, in one line, exit 2; a policy the user
+  -- gives keeps its own file and line.
+  it("a sandbox limit too low for the built-in default policy is one line naming it, not a file position", function()
+    local code, out, err = H.apsearch("estimate", "--sandbox-instructions=10")
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.are.equal("apsearch: the built-in default policy (examples/llama3_8b_h100.lua, no POLICY given): " ..
+      "instruction limit exceeded: more than 10 Lua instructions in one call (sandbox limit; raise it with " ..
+      "--sandbox-instructions)\n", err)
+    local targets = dofile(H.ROOT .. "/fuzz/targets.lua")
+    assert.is_nil(targets.finding(err:gsub("^apsearch: ", ""), { "estimate", "--sandbox-instructions=10" }))
+    code, _, err = H.apsearch("estimate", H.ROOT .. "/examples/llama3_8b_h100.lua", "--sandbox-instructions=10")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("llama3_8b_h100.lua:%d+: instruction limit exceeded"), err)
+  end)
 end)

@@ -409,6 +409,57 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     end
   end)
 
+  it("names llama4's 17bx16e for Llama 4 Scout and 17bx128e for Maverick, with what they build otherwise", function()
+    -- llama4_args at v0.2.2: dim 5120, 48 layers, 40 heads, 8 kv; the experts' and the shared expert's width
+    -- 4 x 5120 -> 2/3 -> x1.2 -> / (top 1 + 1 shared) rounded up to multiple_of 2048 = 8192, Maverick's dense
+    -- layers (interleave_moe_layer_step 2) 16384; Scout's llama3 RoPE scaling (16, 1, 1, 8192), Maverick's none.
+    -- Neither flavour has L2 Q/K norms or NoPE layers; MoEArgs' load_balance_coeff 1e-3 is an expert bias
+    local base = { "training.framework=fsdp2", "training.seq_length=8192", "top_k=1",
+      "training.global_batch_size=256", "search_space.ep_degree=8" }
+    local nodes8 = { "cluster.nodes=8" }
+    local function run(model, extra)
+      local set = { "model=" .. model }
+      for _, v in ipairs(base) do set[#set + 1] = v end
+      for _, v in ipairs(extra or {}) do set[#set + 1] = v end
+      local f = files(LLAMA8, { set = set, fix = { "pp_degree=1", "cp_degree=1" } })[1]
+      check_keys(f.toml)
+      check_values(f)
+      return f, table.concat(f.differs, "\n")
+    end
+    local f, joined = run("llama-4-scout-17b-16e", nodes8)
+    assert.are.same({ "llama4", "17bx16e" }, { f.toml.model.name, f.toml.model.flavor })
+    assert.are.equal(8, f.toml.parallelism.expert_parallel_degree)
+    assert.truthy(joined:find("weightless L2 Q/K norms on the RoPE layers (qk_l2_norm): the release's llama4 " ..
+      "Attention has none", 1, true), joined)
+    assert.truthy(joined:find("no RoPE on every 4-th layer (nope_layer_period): the flavour rotates every layer", 1,
+      true), joined)
+    assert.truthy(joined:find("the release's flavours add an expert bias", 1, true), joined)
+    -- seq_len 8192 is one chunk: no chunked-attention line; shape, RoPE scaling and routing are the flavour's
+    for _, no in ipairs({ "model's shape", "RoPE scaling", "router scores", "route_scale", "chunked" }) do
+      assert.is_nil(joined:find(no, 1, true), no)
+    end
+    assert.are.equal(4, #f.differs)
+    -- (400B parameters: 256 GPUs, FSDP over 32)
+    f, joined = run("llama-4-maverick-17b-128e", { "training.seq_length=16384", "cluster.nodes=32",
+      "search_space.fsdp_degree=32" })
+    assert.are.same({ "llama4", "17bx128e" }, { f.toml.model.name, f.toml.model.flavor })
+    assert.truthy(joined:find("chunked attention (8192-token chunks, attention_chunk_size) at seq_len 16384: " ..
+      "the flavour attends causally over the whole sequence", 1, true), joined)
+    for _, no in ipairs({ "model's shape", "RoPE scaling", "qk_l2_norm", "router scores" }) do
+      assert.is_nil(joined:find(no, 1, true), no)
+    end
+    -- Maverick's layout with 16 experts is neither flavour: the shape line names both
+    f, joined = run("llama-4-maverick-17b-128e", { "model.num_experts=16", "cluster.nodes=8" })
+    assert.are.equal("17bx128e", f.toml.model.flavor)
+    assert.truthy(joined:find("the model's shape (48 layers, dim 5120, 40 heads, 8 kv heads, 16 experts of 8192, " ..
+      "top 1, MoE every 2 layers): the release's llama4 flavours are 17bx128e, 17bx16e; written as flavour " ..
+      "17bx128e (48 layers, dim 5120, 40 heads, 8 kv heads, 128 experts of 8192, top 1, MoE every 2 layers)", 1,
+      true), joined)
+    -- flex as DeepEP: the release's llama4 parallelize reads expert_parallel_comm_backend (l.114-135)
+    f = run("llama-4-scout-17b-16e", { "search_space.moe_token_dispatcher=flex", "cluster.nodes=8" })
+    assert.are.equal("deepep", f.toml.parallelism.expert_parallel_comm_backend)
+  end)
+
   it("run --torchtitan-version: the files, the recorded input, the refused value, --launchable", function()
     local dir = h.tmpdir()
     local code, _, err = h.apsearch("run", "examples/llama3_8b_h100.lua", "--top-k", "1", "--quiet",

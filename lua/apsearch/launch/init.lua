@@ -555,8 +555,10 @@ end
 --   beyond its chunk, M.llama4_features; nil: unknown)
 -- @tparam table why the engine's reason per part: mlp, glu, norm,
 --   norm_bias, window, positions, mamba, gdn
+-- @tparam[opt] table has model fields of M.llama4_features the engine
+--   can express or says itself (skipped)
 -- @treturn table phrases (empty: none)
-function M.decoder_block_lacks(m, seq, why)
+function M.decoder_block_lacks(m, seq, why, has)
   local out = {}
   local function W(part, what) out[#out + 1] = what .. " (" .. why[part] .. ")" end
   if m.mlp and m.mlp ~= "swiglu" then W("mlp", tostring(m.mlp) .. " MLP") end
@@ -570,7 +572,7 @@ function M.decoder_block_lacks(m, seq, why)
   if m.hybrid_layer_pattern then W("mamba", "hybrid Mamba-2 layers") end
   if M.has_gated_deltanet(m) then W("gdn", "Gated DeltaNet layers") end
   for _, what in ipairs(M.llama_block_features(m)) do out[#out + 1] = what end
-  for _, what in ipairs(M.llama4_features(m, seq or 0)) do out[#out + 1] = what end
+  for _, what in ipairs(M.llama4_features(m, seq or 0, has)) do out[#out + 1] = what end
   return out
 end
 

@@ -790,7 +790,8 @@ M.torchtitan_releases = {
       repo = "pytorch/torchtitan", path = "torchtitan/config/job_config.py", tag = "v0.2.2",
       commit = "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", date = "2026-02-20",
       note = "JobConfig dataclasses (job_config.py), ConfigManager TOML loading (manager.py), llama3_args " ..
-        "(models/llama3/__init__.py), qwen3_args, deepseekv3_args, gptoss_configs (models/*/__init__.py), converters " ..
+        "(models/llama3/__init__.py), qwen3_args, deepseekv3_args, gptoss_configs, llama4_args (models/*/__init__.py), " ..
+        "converters " ..
         "(components/quantization), pipeline split " ..
         "(distributed/pipeline_parallel.py), layer / op SAC (distributed/activation_checkpoint.py), " ..
         "run_train.sh; the last release before TOML files gave way to Python config modules (9810191b)",
@@ -893,6 +894,35 @@ M.torchtitan_releases = {
           rope_factor = 32, original_seq_len = 4096, beta_fast = 32, beta_slow = 1, window = 128,
           window_period = 2, glu_clamp = 7.0, load_balance_coeff = 1e-3 },
         qk_norm = false, pipelining = false, context_parallel = false, args_name = "gptoss_configs",
+      },
+      -- models/llama4/__init__.py llama4_args and model/args.py
+      -- TransformerModelArgs (vocab 202048, norm_eps 1e-5, theta 500000,
+      -- head_dim dim // heads); model.py TransformerBlock: a MoE layer when
+      -- (layer_id + 1) % interleave_moe_layer_step == 0 (default 2), its
+      -- experts' and one shared expert's width 4 dim -> 2/3 -> x1.2 ->
+      -- / (top_k + num_shared_experts) rounded up to multiple_of 2048 = 8192,
+      -- a dense layer's FeedForward 16384; models/moe/moe.py MoEArgs
+      -- defaults: sigmoid scores, top 1, one shared expert,
+      -- score_before_experts (the weight on the expert input), route_norm
+      -- False, route_scale 1, no groups, load_balance_coeff 1e-3 (an expert
+      -- bias); "sdpa" causal attention with RoPE on every layer, no Q/K
+      -- norm.  Its *_irope flavours (NoPE on every 4th layer from layer 0,
+      -- chunked FlexAttention) are not written: Attention.forward passes
+      -- the whole mask dict as block_mask (model.py @ v0.2.2 l.275-283).
+      -- get_train_spec: pipelining_fn pipeline_llm; update_from_config
+      -- refuses CP only for flex attention
+      llama4 = {
+        flavors = {
+          ["17bx16e"] = { num_experts = 16, interleave_moe_layer_step = 1, rope_scaling_type = "llama3",
+            rope_scaling_factor = 16.0, low_freq_factor = 1.0, high_freq_factor = 1.0,
+            original_max_position_embeddings = 8192 },
+          ["17bx128e"] = { num_experts = 128, interleave_moe_layer_step = 2, inter_dim = 16384 },
+        },
+        common = { dim = 5120, n_layers = 48, n_heads = 40, n_kv_heads = 8, top_k = 1, moe_inter_dim = 8192,
+          num_shared_experts = 1, vocab_size = 202048, tie_word_embeddings = false, rope_theta = 500000,
+          rope_scaling_type = "none", norm_eps = 1e-5, load_balance_coeff = 1e-3, score_func = "sigmoid",
+          route_scale = 1.0, irope_period = 4, irope_chunk = 8192 },
+        qk_norm = false, pipelining = true, args_name = "llama4_args",
       },
     },
   },

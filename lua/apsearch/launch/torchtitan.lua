@@ -581,9 +581,11 @@ M.BLOCK_LACKS_WHY = {
 -- @tparam table m model
 -- @tparam integer|nil seq training seq_length (chunked attention counts
 --   beyond its chunk, launch.llama4_features; nil: unknown)
+-- @tparam[opt] table has Llama 4 features the caller says itself
+--   (launch.llama4_features' `has`: skipped)
 -- @treturn table phrases (empty: none)
-function M.block_lacks(m, seq)
-  return require("apsearch.launch").decoder_block_lacks(m, seq, M.BLOCK_LACKS_WHY)
+function M.block_lacks(m, seq, has)
+  return require("apsearch.launch").decoder_block_lacks(m, seq, M.BLOCK_LACKS_WHY, has)
 end
 
 --- What a decoder block of the qwen3 and deepseek_v3 families lacks

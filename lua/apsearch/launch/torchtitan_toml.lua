@@ -17,7 +17,8 @@
 --
 -- * the model -> [model] name and flavor (M.model_name): the release's
 --   gpt_oss for a model with attention sinks (20b, 120b), deepseek_v3 for
---   multi-head latent attention (16B, 236B, 671B), qwen3 for per-head Q/K
+--   multi-head latent attention (16B, 236B, 671B), llama4 for experts
+--   weighted on their input (17bx16e, 17bx128e), qwen3 for per-head Q/K
 --   norms (0.6B to 32B, 30B-A3B, 235B-A22B), else llama3 (8B / 70B /
 --   405B); the flavour with the model's shape and numerics (options
 --   models); what the flavour builds otherwise NOT EXPRESSIBLE (the
@@ -106,7 +107,8 @@ end
 
 --- The release's model a model is written as: gpt_oss for a model with
 -- attention sinks, deepseek_v3 for one with multi-head latent attention,
--- qwen3 for one with per-head Q/K norms (the release's Qwen3 block), else
+-- llama4 for experts weighted on their input (Llama 4's router), qwen3
+-- for one with per-head Q/K norms (the release's Qwen3 block), else
 -- llama3.
 -- @tparam table rel an entry of options.torchtitan_releases
 -- @tparam table m model
@@ -114,17 +116,28 @@ end
 function M.model_name(rel, m)
   if m.attention_sinks and rel.models.gpt_oss then return "gpt_oss" end
   if (m.kv_lora_rank or 0) > 0 and rel.models.deepseek_v3 then return "deepseek_v3" end
+  if m.moe_router_input_probs and (m.num_experts or 0) > 0 and rel.models.llama4 then return "llama4" end
   if m.qk_norm and rel.models.qwen3 then return "qwen3" end
   return "llama3"
 end
 
--- leading dense layers of a MoE model, and whether every later one is MoE
+-- leading dense layers of a MoE model, whether every later one is MoE,
+-- and the period k when exactly every k-th layer (1-based) is MoE (Llama
+-- 4's interleave_moe_layer_step: (layer_id + 1) % k == 0), else nil
 local function dense_lead(m)
   local pattern = require("apsearch.core").model_params(m).moe_pattern or {}
   local dense = 0
   while pattern[dense + 1] == 0 do dense = dense + 1 end
-  for i = dense + 1, #pattern do if pattern[i] ~= 1 then return dense, false end end
-  return dense, true
+  local step
+  for k = 1, #pattern do
+    local ok = true
+    for i = 1, #pattern do
+      if pattern[i] ~= (i % k == 0 and 1 or 0) then ok = false break end
+    end
+    if ok then step = k break end
+  end
+  for i = dense + 1, #pattern do if pattern[i] ~= 1 then return dense, false, step end end
+  return dense, true, step
 end
 
 -- the model's fields a flavour fixes, by the release's argument names
@@ -135,9 +148,9 @@ local function model_shape(m)
   local moe = (m.num_experts or 0) > 0
   local fe, fs = m.moe_ffn_hidden_size or 0, m.shared_expert_ffn_hidden_size or 0
   local mla = (m.kv_lora_rank or 0) > 0
-  local dense, all_moe = 0, true
-  if moe then dense, all_moe = dense_lead(m) end
-  return { all_moe = all_moe, dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
+  local dense, all_moe, step = 0, true, nil
+  if moe then dense, all_moe, step = dense_lead(m) end
+  return { all_moe = all_moe, interleave_moe_layer_step = step, dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
     hidden_dim = not moe and m.ffn_hidden_size or nil, tie_word_embeddings = m.tie_word_embeddings == true,
     num_experts = m.num_experts or 0, top_k = moe and m.experts_per_token or nil,
     moe_inter_dim = moe and fe or nil, inter_dim = moe and m.ffn_hidden_size or nil,
@@ -159,7 +172,7 @@ end
 -- the structural fields of flavour spec `fs` that differ from `shape`
 local STRUCTURAL = { "dim", "n_layers", "n_heads", "n_kv_heads", "hidden_dim", "num_experts", "top_k",
   "moe_inter_dim", "tie_word_embeddings", "inter_dim", "n_dense_layers", "num_shared_experts", "q_lora_rank",
-  "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim" }
+  "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "interleave_moe_layer_step" }
 local function fits(fs, shape)
   for _, k in ipairs(STRUCTURAL) do
     if fs[k] ~= nil and shape[k] ~= fs[k] then return false end
@@ -193,7 +206,8 @@ local function describe_shape(t)
     (t.n_kv_heads and (", %d kv heads"):format(t.n_kv_heads) or "")
   if (t.num_experts or 0) > 0 then
     return s .. string.format(", %d experts of %s, top %s", t.num_experts, tostring(t.moe_inter_dim),
-      tostring(t.top_k))
+      tostring(t.top_k)) .. ((t.interleave_moe_layer_step or 1) > 1 and
+      (", MoE every %d layers"):format(t.interleave_moe_layer_step) or "")
   end
   return s .. ", SwiGLU " .. tostring(t.hidden_dim) .. (t.tie_word_embeddings and ", tied" or "")
 end
@@ -230,16 +244,9 @@ local function qwen3_moe_diffs(m, fs, shape, D)
   balance_diffs(m, fs, D)
 end
 
--- what the release's llama3 and qwen3 blocks (GQA with RoPE, SwiGLU,
--- RMSNorm; qwen3's per-head Q/K norms and its MoE) build otherwise than
--- the model, by D(text)
-local function dense_numerics(m, fc, ms, shape, seq, D)
-  local H, nh = m.hidden_size, m.num_attention_heads
-  local hd = m.head_dim or H // nh
-  local want_hd = fc.head_dim or fc.dim // fc.n_heads
-  if hd ~= want_hd then
-    D(string.format("head_dim %d: the flavour's is %d%s", hd, want_hd, fc.head_dim and "" or " (dim // heads)"))
-  end
+-- the model's RoPE theta and llama3 scaling against a flavour's (the
+-- release's llama3 and llama4 precompute_freqs_cis), by D(text)
+local function rope_diffs(m, fc, D)
   local titan = require "apsearch.launch.torchtitan"
   local theta = m.rope_theta or 0
   if theta > 0 and not close(theta, fc.rope_theta) then
@@ -250,8 +257,9 @@ local function dense_numerics(m, fc, ms, shape, seq, D)
     if fc.rope_scaling_type == "none" then
       D(kind .. " RoPE scaling: the release's RoPE of this model is unscaled")
     else
-      D((kind == "none" and "no" or kind) .. " RoPE scaling: the release always applies llama3 scaling " ..
-        "(factor 8, 1, 4, 8192; precompute_freqs_cis)")
+      D(string.format("%s RoPE scaling: the flavour applies llama3 scaling (factor %g, %g, %g, %d; " ..
+        "precompute_freqs_cis)", kind == "none" and "no" or kind, fc.rope_scaling_factor, fc.low_freq_factor,
+        fc.high_freq_factor, fc.original_max_position_embeddings))
     end
   elseif kind == "llama3" then
     for _, k in ipairs({ { "rope_scaling_factor", "scaling factor" }, { "low_freq_factor", "low_freq_factor" },
@@ -262,7 +270,26 @@ local function dense_numerics(m, fc, ms, shape, seq, D)
       end
     end
   end
+end
+
+-- head_dim, RoPE and linear biases against a flavour of the release's
+-- GQA models (llama3, qwen3, llama4: no biases), by D(text)
+local function gqa_diffs(m, fc, D)
+  local hd = m.head_dim or m.hidden_size // m.num_attention_heads
+  local want_hd = fc.head_dim or fc.dim // fc.n_heads
+  if hd ~= want_hd then
+    D(string.format("head_dim %d: the flavour's is %d%s", hd, want_hd, fc.head_dim and "" or " (dim // heads)"))
+  end
+  rope_diffs(m, fc, D)
   if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
+end
+
+-- what the release's llama3 and qwen3 blocks (GQA with RoPE, SwiGLU,
+-- RMSNorm; qwen3's per-head Q/K norms and its MoE) build otherwise than
+-- the model, by D(text)
+local function dense_numerics(m, fc, ms, shape, seq, D)
+  gqa_diffs(m, fc, D)
+  local titan = require "apsearch.launch.torchtitan"
   if m.qk_norm and not ms.qk_norm then D("qk-norm: the llama3 model has none") end
   if m.qk_norm_full_width then D("Q/K norms over the whole projection: the release's qwen3 normalises each head") end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then D("partial RoPE: every dimension is rotated") end
@@ -293,6 +320,30 @@ local function yarn_diffs(m, fc, D)
   end
 end
 
+-- the model's router (score function, top-k renormalisation when
+-- `norm`, scaling, groups) against a flavour's MoEArgs (score_func,
+-- route_norm, route_scale, num_expert_groups / num_limited_groups), by
+-- D(text)
+local function route_diffs(m, fc, D, norm)
+  local sigmoid = m.moe_router_bias and not m.moe_router_softmax_bias or m.moe_router_sigmoid
+  if (sigmoid and "sigmoid" or "softmax") ~= fc.score_func then
+    D(("%s router scores: the flavour's are %s"):format(sigmoid and "sigmoid" or "softmax", fc.score_func))
+  end
+  if norm and (not m.moe_router_pre_softmax) ~= fc.route_norm then
+    D(fc.route_norm and "top-k weights not renormalised: the flavour's route_norm is True" or
+      "top-k weights renormalised: the flavour's route_norm is False")
+  end
+  local scale = (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor or 1.0
+  if not close(scale, fc.route_scale) then
+    D(("routed_scaling_factor %s: the flavour's route_scale is %s"):format(tostring(scale), tostring(fc.route_scale)))
+  end
+  if (m.moe_router_num_groups or 0) ~= (fc.num_expert_groups or 0) or
+      (m.moe_router_group_topk or 0) ~= (fc.num_limited_groups or 0) then
+    D(("expert groups %d, top %d: the flavour's are %d, top %d"):format(m.moe_router_num_groups or 0,
+      m.moe_router_group_topk or 0, fc.num_expert_groups or 0, fc.num_limited_groups or 0))
+  end
+end
+
 -- what the release's deepseek_v3 (MLA, dense first layers, shared experts,
 -- YaRN applied beyond original_seq_len only, its routing) builds otherwise
 -- than the model, by D(text)
@@ -314,22 +365,7 @@ local function dsv3_numerics(m, fc, ms, shape, seq, D)
   if m.qkv_bias or m.attn_out_bias or m.mlp_bias then D("linear biases: the flavours have none") end
   if (shape.num_experts or 0) > 0 then
     if not shape.all_moe then D("dense layers between MoE ones: the flavours make the first n_dense_layers dense") end
-    local sigmoid = m.moe_router_bias and not m.moe_router_softmax_bias or m.moe_router_sigmoid
-    if (sigmoid and "sigmoid" or "softmax") ~= fc.score_func then
-      D(("%s router scores: the flavour's are %s"):format(sigmoid and "sigmoid" or "softmax", fc.score_func))
-    end
-    if (not m.moe_router_pre_softmax) ~= fc.route_norm then
-      D(fc.route_norm and "top-k weights not renormalised: the flavour's route_norm is True" or
-        "top-k weights renormalised: the flavour's route_norm is False")
-    end
-    local scale = (m.moe_router_topk_scaling_factor or 0) > 0 and m.moe_router_topk_scaling_factor or 1.0
-    if not close(scale, fc.route_scale) then
-      D(("routed_scaling_factor %s: the flavour's route_scale is %s"):format(tostring(scale), tostring(fc.route_scale)))
-    end
-    if (m.moe_router_num_groups or 0) ~= fc.num_expert_groups or (m.moe_router_group_topk or 0) ~= fc.num_limited_groups then
-      D(("expert groups %d, top %d: the flavour's are %d, top %d"):format(m.moe_router_num_groups or 0,
-        m.moe_router_group_topk or 0, fc.num_expert_groups, fc.num_limited_groups))
-    end
+    route_diffs(m, fc, D, true)
     balance_diffs(m, fc, D)
   end
   for _, what in ipairs(require("apsearch.launch.torchtitan").block_lacks(m, seq)) do D(what) end
@@ -347,13 +383,44 @@ local function gptoss_numerics(m, fc, ms, shape, seq, D)
   balance_diffs(m, fc, D)
 end
 
+-- the Llama 4 features llama4_numerics says itself (launch.llama4_features)
+local LLAMA4_SAID = { qk_l2_norm = true, nope_layer_period = true, attention_chunk_size = true,
+  moe_router_sigmoid = true, moe_router_input_probs = true }
+
+-- what the release's llama4 (GQA with RoPE on every layer and no Q/K norm,
+-- causal attention, the MoE on every interleave_moe_layer_step-th layer:
+-- sigmoid top-1 scores weighting the expert input, one shared expert, an
+-- expert bias) builds otherwise than the model, by D(text); the top-1
+-- sigmoid weight is never renormalised (route_norm False), as Llama 4's
+local function llama4_numerics(m, fc, ms, shape, seq, D)
+  gqa_diffs(m, fc, D)
+  if m.qk_norm then D("per-head Q/K RMSNorms (qk_norm): the release's llama4 Attention has none") end
+  if m.qk_l2_norm then
+    D("weightless L2 Q/K norms on the RoPE layers (qk_l2_norm): the release's llama4 Attention has none")
+  end
+  if (m.nope_layer_period or 0) > 0 then
+    D(("no RoPE on every %d-th layer (nope_layer_period): the flavour rotates every layer; the release's _irope " ..
+      "flavours, without RoPE on every %d-th, pass their whole mask dict as FlexAttention's block_mask " ..
+      "(models/llama4/model/model.py Attention.forward) and are not written"):format(m.nope_layer_period,
+      fc.irope_period))
+  end
+  local chunk = m.attention_chunk_size or 0
+  if chunk > 0 and (seq or 0) > chunk then
+    D(("chunked attention (%d-token chunks, attention_chunk_size) at seq_len %d: the flavour attends causally " ..
+      "over the whole sequence"):format(chunk, seq))
+  end
+  route_diffs(m, fc, D, false)
+  balance_diffs(m, fc, D)
+  for _, what in ipairs(require("apsearch.launch.torchtitan").block_lacks(m, seq, LLAMA4_SAID)) do D(what) end
+end
+
 -- (the release's own names in gptoss_block_lacks' reasons)
 M.GPTOSS_NAMES = { layers = "the release's gpt_oss", attn = "the release's gpt_oss Attention",
   experts = "the release's GroupedExperts", norm = "the release's gpt_oss" }
 
 -- the release models' numerics checks by model name
 local NUMERICS = { llama3 = dense_numerics, qwen3 = dense_numerics, deepseek_v3 = dsv3_numerics,
-  gpt_oss = gptoss_numerics }
+  gpt_oss = gptoss_numerics, llama4 = llama4_numerics }
 
 --- The release's model and flavour for a model, and what of the model it
 -- cannot build: the model by M.model_name, the flavour whose shape is the
@@ -403,9 +470,10 @@ end
 
 --- The release's expert-parallel communication backend for a strategy's
 -- dispatcher: flex as parallelism.expert_parallel_comm_backend "deepep"
--- where the release has it -- its deepseek_v3 parallelize reads it, with
--- expert parallelism and no expert TP (models/deepseek_v3/infra/
--- parallelize.py @ v0.2.2 l.100-121 raises otherwise); its qwen3 and
+-- where the release has it -- its deepseek_v3 and llama4 parallelize read
+-- it, with expert parallelism and no expert TP (models/deepseek_v3/infra/
+-- parallelize.py @ v0.2.2 l.100-121, models/llama4/infra/parallelize.py
+-- l.114-135 raise otherwise); its qwen3 and
 -- gpt_oss dispatch all-to-all whatever the key says, and it has no
 -- HybridEP (job_config.py: Literal["standard", "deepep"]).  Otherwise NOT
 -- EXPRESSIBLE, written as the standard all-to-all.
@@ -420,15 +488,16 @@ function M.comm_backend_keys(r, tr, name, K, N, NE)
   if d == "alltoall" then return end
   local ep, etp = r.ep_degree or 1, r.etp_degree or r.tp_degree or 1
   local hybrid = tr.moe_flex_dispatcher_backend == "hybridep"
-  if d == "flex" and not hybrid and name == "deepseek_v3" and ep > 1 and etp == 1 then
+  local reads = name == "deepseek_v3" or name == "llama4"
+  if d == "flex" and not hybrid and reads and ep > 1 and etp == 1 then
     K("parallelism.expert_parallel_comm_backend", "deepep")
     return
   end
   local why = d == "allgather" and "the release has no all-gather dispatcher" or
     hybrid and "the release has no HybridEP backend (expert_parallel_comm_backend standard or deepep)" or
-    name ~= "deepseek_v3" and ("the release's " .. name .. " dispatches all-to-all whatever " ..
+    not reads and ("the release's " .. name .. " dispatches all-to-all whatever " ..
       "expert_parallel_comm_backend says (its parallelize reads no backend)") or
-    "DeepEP needs expert parallelism without expert TP (deepseek_v3 parallelize.py raises)"
+    "DeepEP needs expert parallelism without expert TP (" .. name .. " parallelize.py raises)"
   N(NE, ("moe_token_dispatcher = %s: %s; written as the standard all-to-all"):format(d, why))
 end
 
@@ -515,7 +584,7 @@ function M.render(c, tag)
       N(NE, d .. " (a job file picks a flavour of " .. ms.args_name .. "; it sets no model shape or numerics)")
     end
   end
-  local fl = ms.flavors[flavor].n_layers
+  local fl = flavor_spec(ms, flavor).n_layers
   if pp > 1 and not ms.pipelining then
     N(NE, string.format("pipeline parallelism (pipeline_parallel_degree %d): the release's %s TrainSpec has no " ..
       "pipelining_fn, and train.py raises \"Pipeline Parallel is enabled but %s does not support pipelining\"",

@@ -481,10 +481,22 @@ end
 local SPLIT_FIELD = {}
 for _, f in ipairs(schema.split_fields) do SPLIT_FIELD[f] = true end
 
+-- the other names --fix takes, for its did-you-mean when no dimension is
+-- close: the aliases and the short names the strategy lines print
+-- (schema.strategy_aliases, schema.strategy_short: tp, pp, mbs, ...)
+local FIX_SHORT = {}
+for _, names in ipairs({ schema.strategy_aliases, schema.strategy_short }) do
+  for alias, dim in pairs(names) do
+    if schema.strategy[dim] then FIX_SHORT[#FIX_SHORT + 1] = alias end
+  end
+end
+table.sort(FIX_SHORT)
+
 local function apply_fix(raw, key, value)
   local dim = schema.strategy_aliases[key] or key
   if not schema.strategy[dim] or dim == "allow_idle_devices" then
-    util.fail("--fix", key, suggest.problem("unknown search dimension", key, schema.dimensions) ..
+    local hint = suggest.did_you_mean(key, schema.dimensions) or suggest.did_you_mean(key, FIX_SHORT)
+    util.fail("--fix", key, "unknown search dimension" .. (hint and ("; " .. hint) or "") ..
       " (known: " .. util.join(schema.dimensions) .. ")", value)
   end
   if raw.search_space == nil then raw.search_space = {} end

@@ -53,6 +53,18 @@ local function cut_text(v, max)
   return v:sub(1, n) .. "..."
 end
 
+--- A command-line override as the user typed it: `--top-k 3` for an
+-- option of its own (the override's `flag`), `--set top_k=3` / `--fix
+-- tp_degree=8` otherwise.
+-- @tparam table ov an entry of a policy's `overrides` (kind, key, value,
+--   flag)
+-- @tparam function text the value's text (e.g. M.describe)
+-- @treturn string
+function M.override_text(ov, text)
+  if ov.flag then return ov.flag .. " " .. text(ov.value) end
+  return "--" .. tostring(ov.kind) .. " " .. tostring(ov.key) .. "=" .. text(ov.value)
+end
+
 --- Short printable description of a value for error messages.
 -- Strings are quoted and cut at 60 bytes; tables are summarized (the
 -- first 6 array items, or up to 6 fields by name, DESCRIBE_DEPTH levels

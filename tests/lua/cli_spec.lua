@@ -63,6 +63,16 @@ describe("apsearch binary", function()
       assert.are.equal("table", type(r.search_log))
     end)
 
+    it("shows an option of its own in the report's overrides as typed (--top-k 2, not --set top_k=2)", function()
+      local dir = tmpdir() .. "/ov"
+      local code = apsearch("run", "examples/qwen25_7b_a100.lua", "--quiet", "--top-k", "2", "--candidates", "none",
+        "--set", "cluster.memory_limit_gib=60", "--out", dir)
+      assert.are.equal(0, code)
+      local report = read(dir .. "/report.html")
+      assert.truthy(report:find("--set cluster.memory_limit_gib=60 --top-k 2<", 1, true))
+      assert.is_nil(report:find("--set top_k", 1, true))
+    end)
+
     it("emits CSV, one row per top-k strategy", function()
       local code, out = apsearch("run", "--format", "csv", "--quiet", "--top-k", "2")
       assert.are.equal(0, code)

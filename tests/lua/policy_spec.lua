@@ -439,6 +439,11 @@ describe("--set and --fix", function()
       err_of(norm, base(), { fix = { "tp_degree=0" } }))
     local e = err_of(norm, base(), { fix = { "tensor=2" } })
     assert.truthy(e:match("^%-%-fix: tensor: unknown search dimension"))
+    -- a misspelt short name (the strategy lines' tp, mbs) gets its did-you-mean when no dimension is close;
+    -- a misspelt dimension its dimension first
+    assert.truthy(err_of(norm, base(), { fix = { "mbss=2" } }):find('unknown search dimension; did you mean "mbs"?',
+      1, true))
+    assert.truthy(err_of(norm, base(), { fix = { "tp_degre=2" } }):find('did you mean "tp_degree"? (', 1, true))
   end)
 
   it("--fix replaces an alias spelling of the same dimension", function()

@@ -624,7 +624,7 @@ local function show(v)
     if is_array(v) then
       local parts = {}
       for i, x in ipairs(v) do
-        parts[i] = type(x) == "table" and (x.kind and ("--" .. x.kind .. " " .. tostring(x.key) .. "=" .. show(x.value)) or show(x)) or show(x)
+        parts[i] = type(x) == "table" and (x.kind and util.override_text(x, show) or show(x)) or show(x)
       end
       return "[" .. table.concat(parts, ", ") .. "]"
     end

@@ -1018,7 +1018,7 @@ function M.render(result, opts)
   P(fact("policy", tostring(inp.policy)))
   if #(inp.overrides or {}) > 0 then
     local o = {}
-    for _, ov in ipairs(inp.overrides) do o[#o + 1] = "--" .. ov.kind .. " " .. ov.key .. "=" .. util.describe(ov.value) end
+    for _, ov in ipairs(inp.overrides) do o[#o + 1] = util.override_text(ov, util.describe) end
     P(fact("overrides", table.concat(o, " ")))
   end
   P("</div>\n")

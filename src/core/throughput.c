@@ -109,7 +109,9 @@ double aps_flops_per_step(const aps_model *m, const aps_training *t,
     double rc = 0.0;
     if (with_recompute && s->layer_recompute == APS_RECOMPUTE_FULL) {
         int64_t layers[APS_MAX_STAGES];
-        if (aps_stage_layers(m, s, layers, NULL, 0) == APS_REASON_NONE)
+        /* the split the framework runs: AutoModel and TorchTitan take
+         * DSA splits Megatron refuses (pipeline.c aps_stage_layers_dsa) */
+        if (aps_stage_layers_dsa(m, t, s, layers, NULL, 0) == APS_REASON_NONE)
             for (int64_t i = 0; i < s->pp_degree; i++)
                 rc += (double)aps_given_recompute(s, i, layers[i]);
     }

@@ -8,6 +8,8 @@ local ROOT = os.getenv("APS_ROOT") or "."
 local cjson = require "cjson"
 local hf = require "apsearch.hf"
 local H = require "spec_helpers"
+local policy = require "apsearch.policy"
+local search = require "apsearch.search"
 
 local load, decoded, err_of = H.example_model, H.example_config, H.err_of
 
@@ -166,6 +168,26 @@ describe("DeepSeek Sparse Attention: configs", function()
       "pp_degree=2,stage_partition=39:39,ep_degree=8,fsdp_degree=256,dp_degree=1")
     assert.is_nil(out:find("PP_PARTITION", 1, true), out)
     assert.truthy(out:find("\nstrategy  ", 1, true), out)
+  end)
+
+  it("the hardware FLOPs of a split only NeMo AutoModel runs count its recomputed layers", function()
+    -- full recompute of every layer: hardware = model + one more forward of the layers; the split
+    -- 39:39 Megatron-Core refuses was counted with no recompute (ratio 1) before aps_flops_per_step
+    -- read the framework's split rule
+    local p = policy.from_table({ model = hf.load(ROOT .. "/tests/fixtures/heldout_configs/zai-org--GLM-5.2.json"),
+      cluster = { device = "h100-sxm-80gb", nodes = 64, devices_per_node = 8 },
+      training = { global_batch_size = 512, seq_length = 4096, framework = "automodel" } }, ROOT .. "/examples/x.lua")
+    local ctx = search.context(p)
+    local function ratio(split)
+      local s = { pp_degree = 2, stage_partition = split, ep_degree = 8, fsdp_degree = 256, dp_degree = 1,
+        micro_batch_size = 1, layer_recompute = "full", moe_token_dispatcher = "flex" }
+      local hw, code, msg = ctx:flops(s, "hardware-causal")
+      assert.is_number(hw, tostring(code) .. ": " .. tostring(msg))
+      return hw / ctx:flops(s, "model-causal")
+    end
+    local even = ratio({ 38, 40 })
+    assert.is_true(even > 1.3, even)
+    assert.are.equal(even, ratio({ 39, 39 }))
   end)
 
   it("the core refuses an indexer without MLA, naming the field", function()

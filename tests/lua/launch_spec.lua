@@ -1384,6 +1384,17 @@ describe("launch configs", function()
       assert.are.equal(c[2], v["--overlap-grad-reduce"])
       assert.are.equal(c[2], v["--overlap-param-gather"])
     end
+    -- dp 1 with cp 2: the gradients are still reduced, over the CP ranks (intra_dp_cp_group), and the
+    -- estimate overlaps that sync; with neither DP nor CP nothing is reduced and nothing written
+    for _, c in ipairs({ { 2, true }, { 1, nil } }) do
+      local r, est = estimated(h100_8b({}), { dp_degree = 1, cp_degree = c[1], zero_stage = 1,
+        tp_degree = 8 // c[1], micro_batch_size = 1, layer_recompute = "full" })
+      assert.is_nil(est.reason, est.message)
+      assert.are.equal(c[1] > 1, est.performance_breakdown.dp_grad_sync.total > 0)
+      local _, v = parse_megatron(check_all(r)[1].megatron.text)
+      assert.are.equal(c[2], v["--overlap-grad-reduce"])
+      assert.are.equal(c[2], v["--overlap-param-gather"])
+    end
   end)
 
   it("write Megatron-FSDP as validate_args needs it: sharding strategy, fsdp_dtensor, main-grads dtype", function()

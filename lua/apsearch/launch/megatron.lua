@@ -542,6 +542,15 @@ function M.render(c)
   -- the distributed optimizer --overlap-param-gather); with dp_overlap = 0
   -- neither, as Megatron-LM defaults (arguments.py l.3121 @ d98e8a64)
   local overlap = tr.dp_overlap == nil or tr.dp_overlap > 0
+  -- ... whenever gradients are reduced at all: over the data-parallel
+  -- group with the CP ranks (DistributedDataParallel's intra_dp_cp_group,
+  -- distributed_data_parallel.py @ d98e8a64), and the experts' over their
+  -- expert-data-parallel ranks (dp x cp x tp / (ep x etp),
+  -- parallel_state.py); dp = 1 with cp = 2 still reduces
+  local ep, etp = r.ep_degree or 1, r.etp_degree or r.tp_degree or 1
+  local expert_dp = (m.num_experts or 0) > 0 and
+    c.data_parallel * (r.cp_degree or 1) * (r.tp_degree or 1) // math.max(1, ep * etp) or 1
+  local reduced = c.data_parallel * (r.cp_degree or 1) > 1 or expert_dp > 1
   -- --use-megatron-fsdp (version 1): validate_args (arguments.py:1118-1181
   -- @ d98e8a64) turns the distributed optimizer on, asserts --ckpt-format
   -- fsdp_dtensor and CUDA_DEVICE_MAX_CONNECTIONS != 1; Megatron-FSDP
@@ -579,8 +588,8 @@ function M.render(c)
     if (S > 1 and r.reshard_after_forward == false) then A("--torch-fsdp2-no-reshard-after-forward") end
   elseif z == 1 then
     A("--use-distributed-optimizer")
-    if c.data_parallel > 1 and overlap then A("--overlap-grad-reduce") A("--overlap-param-gather") end
-  elseif c.data_parallel > 1 and overlap then
+    if reduced and overlap then A("--overlap-grad-reduce") A("--overlap-param-gather") end
+  elseif reduced and overlap then
     A("--overlap-grad-reduce")
   end
 

@@ -409,6 +409,24 @@ describe("launch: TorchTitan release job files (--torchtitan-version)", function
     end
   end)
 
+  it("says what the release's deepseek_v3 and gpt_oss lack of DeepSeek-V3.2 and DeepSeek-V4 (was silent)", function()
+    -- DeepSeek-V3.2's indexer: deepseekv3_args' model attends densely (the HEAD file said so, the release's not)
+    local fs = files("deepseek_v3_h100_1024.lua", { set = { "model=deepseek-v3.2", "training.framework=fsdp2",
+      "training.mtp_num_layers=0", "top_k=1" }, fix = { "cp_degree=1" } })
+    assert.are.same({ "deepseek_v3", "671B" }, { fs[1].toml.model.name, fs[1].toml.model.flavor })
+    assert.truthy(table.concat(fs[1].differs, "\n"):find("DeepSeek Sparse Attention (the lightning indexer of 64 x " ..
+      "128 and top-2048 sparse attention): the release's deepseek_v3 (models/deepseek_v3/model) has no indexer", 1,
+      true))
+    -- DeepSeek-V4-Flash (attention sinks: gpt_oss): its own layers and partial RoPE
+    fs = files("deepseek_v3_h100_1024.lua", { set = { "model=deepseek-v4-flash", "training.framework=fsdp2",
+      "training.mtp_num_layers=0", "top_k=1" }, fix = { "cp_degree=1", "pp_degree=1" } })
+    local joined = table.concat(fs[1].differs, "\n")
+    assert.are.equal("gpt_oss", fs[1].toml.model.name)
+    assert.truthy(joined:find("partial RoPE (rotary_percent 0.125; the release's gpt_oss rotates every dim", 1, true),
+      joined)
+    assert.truthy(joined:find("DeepSeek-V4's layers (hyper-connections hc_mult", 1, true), joined)
+  end)
+
   it("names llama4's 17bx16e for Llama 4 Scout and 17bx128e for Maverick, with what they build otherwise", function()
     -- llama4_args at v0.2.2: dim 5120, 48 layers, 40 heads, 8 kv; the experts' and the shared expert's width
     -- 4 x 5120 -> 2/3 -> x1.2 -> / (top 1 + 1 shared) rounded up to multiple_of 2048 = 8192, Maverick's dense

@@ -753,6 +753,11 @@ function M.gptoss_block_lacks(m, x, dense, names, W)
   if dense > 0 or (m.shared_expert_ffn_hidden_size or 0) > 0 then
     W("dense layers or shared experts (" .. names.layers .. " makes every layer MoE, without shared experts)")
   end
+  if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then
+    W(("partial RoPE (rotary_percent %s; %s rotates every dim of each head)"):format(M.pyfloat(m.rotary_percent),
+      names.layers))
+  end
+  for _, what in ipairs(require("apsearch.launch").llama_block_features(m)) do W(what) end
 end
 
 --- The names of HEAD's gpt-oss builders in M.gptoss_block_lacks' reasons.
@@ -874,21 +879,30 @@ function M.dsv3_layers(m, fam, flavor, ctx, dense, W, A, R, N)
     M.yarn_rope(m, R, N, 1.0, "ComplexRoPE is a pure rotation and Attention.Config.mscale sets only the " ..
       "softmax scale")
   end
-  if m.shared_expert_gate then
-    N("NOT EXPRESSIBLE in TorchTitan", "the shared experts' sigmoid gate (build_mla_moe_layers has none)")
-  end
-  if (m.index_n_heads or 0) > 0 then
-    N("NOT EXPRESSIBLE in TorchTitan", "DeepSeek Sparse Attention (the lightning indexer of " ..
-      m.index_n_heads .. " x " .. m.index_head_dim .. " and top-" .. m.index_topk .. " sparse attention): " ..
-      "HEAD b5bcd76c6's models have no indexer (torchtitan/models/deepseek_v3 attends densely); written " ..
-      "without it: no indexer weights, dense MLA attention, not the time and memory estimated")
-  end
+  M.mla_moe_lacks(m, "HEAD b5bcd76c6's build_mla_moe_layers (torchtitan/models/deepseek_v3)",
+    function(t) N("NOT EXPRESSIBLE in TorchTitan", t) end)
   if (m.mtp_layers or 0) > 0 then
     N("NOTE", string.format("the model's %d multi-token-prediction module(s) are not trained in the " ..
       "estimate: model_registry's num_mtp_layers stays 0", m.mtp_layers))
   end
   if m.qk_norm == false and (m.norm_eps or 0) > 0 then
     N("NOTE", "the MLA latents' q_norm / kv_norm keep RMSNorm.Config's default eps")
+  end
+end
+
+--- What the deepseek_v3 models (HEAD's build_mla_moe_layers, a
+-- release's deepseekv3_args) lack of a multi-head-latent-attention MoE
+-- model: the shared experts' sigmoid gate, DeepSeek Sparse Attention's
+-- indexer (DeepSeek-V3.2, GLM-5: neither has one; they attend densely).
+-- @tparam table m model
+-- @tparam string who the models' name in the text
+-- @tparam function W reason writer (one text each)
+function M.mla_moe_lacks(m, who, W)
+  if m.shared_expert_gate then W("the shared experts' sigmoid gate (" .. who .. " has none)") end
+  if (m.index_n_heads or 0) > 0 then
+    W(("DeepSeek Sparse Attention (the lightning indexer of %d x %d and top-%d sparse attention): %s has no " ..
+      "indexer and attends densely; written without it: no indexer weights, dense MLA attention, not the time " ..
+      "and memory estimated"):format(m.index_n_heads, m.index_head_dim, m.index_topk, who))
   end
 end
 

@@ -368,7 +368,9 @@ local function dsv3_numerics(m, fc, ms, shape, seq, D)
     route_diffs(m, fc, D, true)
     balance_diffs(m, fc, D)
   end
-  for _, what in ipairs(require("apsearch.launch.torchtitan").block_lacks(m, seq)) do D(what) end
+  local titan = require "apsearch.launch.torchtitan"
+  titan.mla_moe_lacks(m, "the release's deepseek_v3 (models/deepseek_v3/model)", D)
+  for _, what in ipairs(titan.block_lacks(m, seq)) do D(what) end
 end
 
 -- what the release's gpt_oss (its fixed attention, window, biases and

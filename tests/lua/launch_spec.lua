@@ -42,7 +42,9 @@ local function parse_megatron(text)
     else
       assert(line:match("^[%u_]+=") or line:match("^set %-euo pipefail$") or
         line:match("^export CUDA_DEVICE_MAX_CONNECTIONS=1  #") or
-        line:match("^unset CUDA_DEVICE_MAX_CONNECTIONS  #"), "unexpected line: " .. line)
+        line:match("^unset CUDA_DEVICE_MAX_CONNECTIONS  #") or
+        line:match("^export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  #") or
+        line:match("^export NCCL_GRAPH_REGISTER=0  #"), "unexpected line: " .. line)
     end
   end
   return flags, values, torchrun
@@ -1395,6 +1397,33 @@ describe("launch configs", function()
       assert.are.equal(c[2], v["--overlap-grad-reduce"])
       assert.are.equal(c[2], v["--overlap-param-gather"])
     end
+  end)
+
+  it("write the estimate's allocator and say when it prices a loss the script cannot run", function()
+    local function h100_8b(training)
+      local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron" }
+      for k, v in pairs(training) do tr[k] = v end
+      return { model = "llama-3.1-8b", cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+        training = tr, top_k = 1 }
+    end
+    local st = { dp_degree = 8, zero_stage = 1, tp_degree = 1, micro_batch_size = 1, layer_recompute = "none" }
+    -- Megatron-Bridge 25.09's: expandable segments, TE's cross-entropy in place (2 bytes a logit, Megatron's own 6)
+    local r = estimated(h100_8b({ expandable_segments = true, logits_bytes = 2 }), st)
+    local text = check_all(r)[1].megatron.text
+    assert.truthy(text:find("\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  #", 1, true))
+    assert.is_nil(text:find("NCCL_GRAPH_REGISTER", 1, true))
+    assert.truthy(text:find("# NOT EXPRESSIBLE in Megatron-LM: the loss the estimate prices (training.logits_bytes " ..
+      "= 2 bytes a logit, e.g. a release's TransformerEngine cross-entropy in place): the script computes " ..
+      "Megatron-LM's own, 6 bytes a logit", 1, true), text)
+    -- TE CUDA graphs beside expandable segments: validate_args asserts NCCL_GRAPH_REGISTER=0
+    r = estimated(h100_8b({ expandable_segments = true, cuda_graphs = true, cuda_graph_scope = "attn" }), st)
+    text = check_all(r)[1].megatron.text
+    assert.truthy(text:find("--cuda-graph-impl transformer_engine", 1, true))
+    assert.truthy(text:find("\nexport NCCL_GRAPH_REGISTER=0  #", 1, true))
+    assert.is_nil(text:find("the loss the estimate prices", 1, true))
+    -- neither: the allocator's default, nothing exported
+    r = estimated(h100_8b({ expandable_segments = false }), st)
+    assert.is_nil(check_all(r)[1].megatron.text:find("PYTORCH_CUDA_ALLOC_CONF", 1, true))
   end)
 
   it("write Megatron-FSDP as validate_args needs it: sharding strategy, fsdp_dtensor, main-grads dtype", function()

@@ -392,6 +392,49 @@ function M.rope_args(m, A, N, tr)
   end
 end
 
+--- The allocator the estimate ran with, as the script's environment:
+-- PyTorch's expandable segments (training.expandable_segments, which a
+-- release's recipes set: Megatron-Bridge's PERF_ENV_VARS) export
+-- PYTORCH_CUDA_ALLOC_CONF; with TransformerEngine CUDA graphs also
+-- NCCL_GRAPH_REGISTER=0, which validate_args asserts beside it
+-- (megatron/training/arguments.py l.1961-1968 @ d98e8a64).
+-- @tparam table tr training
+-- @tparam table args the flags written ("--flag value" each)
+-- @treturn table export lines (empty: the allocator's default)
+function M.allocator_env(tr, args)
+  if not require("apsearch.core").recipe(tr).expandable_segments then return {} end
+  local out = { "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # the estimate's allocator " ..
+    "(training.expandable_segments)" }
+  for _, a in ipairs(args) do
+    if a == "--cuda-graph-impl transformer_engine" then
+      out[2] = "export NCCL_GRAPH_REGISTER=0  # TE CUDA graphs with expandable segments: asserted by validate_args"
+    end
+  end
+  return out
+end
+
+--- A NOT EXPRESSIBLE note when the estimate prices another loss than the
+-- script runs: training.logits_bytes (a release's TransformerEngine fused
+-- cross-entropy in place, 2 bytes a logit, apsearch.stacks) against
+-- Megatron-LM's own loss, which the script computes: d98e8a64 refuses
+-- --cross-entropy-loss-fusion with --cross-entropy-fusion-impl te
+-- (arguments.py l.1697-1702, "disabled due to stability issues").
+-- @tparam table tr training
+-- @tparam function N note writer (kind, text)
+function M.loss_notes(tr, N)
+  if not tr.logits_bytes then return end
+  local core = require "apsearch.core"
+  local own = {}
+  for k, v in pairs(tr) do own[k] = v end
+  own.logits_bytes = nil
+  local want, runs = core.recipe(tr).logits_bytes, core.recipe(own).logits_bytes
+  if want == runs then return end
+  N("NOT EXPRESSIBLE in Megatron-LM", ("the loss the estimate prices (training.logits_bytes = %g bytes a logit, " ..
+    "e.g. a release's TransformerEngine cross-entropy in place): the script computes Megatron-LM's own, %g " ..
+    "bytes a logit (d98e8a64 refuses --cross-entropy-loss-fusion with --cross-entropy-fusion-impl te, " ..
+    "arguments.py l.1697-1702)"):format(want, runs))
+end
+
 function M.render(c)
   local r, m, tr = c.rec, c.model, c.training
   local args, notes = {}, {}
@@ -823,6 +866,7 @@ function M.render(c)
   end
   if tr.cuda_graphs then graph_flags(A, N, m, r, tr, offload) end
   A("--optimizer", tr.optimizer == "sgd" and "sgd" or "adam")
+  M.loss_notes(tr, N)
 
   local out = { "#!/usr/bin/env bash" }
   for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end
@@ -841,6 +885,7 @@ function M.render(c)
   if tr.offload_modules then
     out[#out + 1] = "export NVTE_CPU_OFFLOAD_V1=1  # training.offload_modules: asserted by validate_args (TE >= 2.10)"
   end
+  for _, line in ipairs(M.allocator_env(tr, args)) do out[#out + 1] = line end
   if tr.cutedsl_fused_grouped_mlp then
     -- TransformerEngine's CuTe DSL grouped MLP kernels (ops/fused/grouped_mlp.py)
     out[#out + 1] = "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1  # training.cutedsl_fused_grouped_mlp"

@@ -1709,6 +1709,9 @@ describe("launch configs", function()
     assert.truthy(tt:find('converters=[Float8LinearConverter.Config(recipe_name="rowwise", filter_fqns=["lm_head"], ' ..
       'model_compile_enabled=True)]', 1, true))
     assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: fp8_param_gather with fp8", 1, true))
+    -- and rowwise is not the tensorwise scaling the estimate prices (HEAD has no other)
+    assert.truthy(tt:find("NOT EXPRESSIBLE in TorchTitan: fp8 with dynamic tensorwise scaling, as estimated: " ..
+      "HEAD's Float8LinearConverter has rowwise recipes only", 1, true))
     assert.truthy(tt:find("config.training.disable_cuda_graphs = False", 1, true))
     assert.truthy(tt:find("CompileConfig(enable=True", 1, true))
   end)

@@ -38,7 +38,8 @@
 --   layer -> FullAC (each block); full on some layers -> FullAC,
 --   APPROXIMATE (HEAD has no per-layer choice); selective -> SelectiveAC
 --   (per-op SAC)
--- * precision fp8 -> Float8LinearConverter rowwise, mxfp8 ->
+-- * precision fp8 -> Float8LinearConverter rowwise (NOT EXPRESSIBLE:
+--   the estimate prices tensorwise, which HEAD no longer has), mxfp8 ->
 --   MXFP8LinearConverter, nvfp4 -> NVFP4LinearConverter; the transformer
 --   layers' linears only (lm_head stays bf16, as estimated)
 -- * torch_compile / compile_loss -> compile.enable, compile.components
@@ -1160,6 +1161,14 @@ function M.converters(m, prec, compile, import, N, backend)
     convs[#convs + 1] = M.ctor(name .. ".Config", args)
   end
   if prec == "fp8" then
+    -- HEAD has only rowwise recipes (Float8LinearConverter.Config.
+    -- recipe_name: Literal["rowwise", "rowwise_with_gw_hp"], float8.py:58
+    -- @ b5bcd76c; tensorwise left with 6348d93d); the estimate prices
+    -- tensorwise (src/core/profile.c): its casts and float8 TP gathers
+    N("NOT EXPRESSIBLE in TorchTitan", "fp8 with dynamic tensorwise scaling, as estimated: HEAD's " ..
+      "Float8LinearConverter has rowwise recipes only (float8.py:58), which cast each operand once per GEMM and " ..
+      "gather bf16 under TP; slower than estimated (pytorch/ao's float8 table, Llama 3 8B on 8 H100: rowwise " ..
+      "+10 % over bf16, tensorwise +25 %); --torchtitan-version v0.2.2 writes tensorwise")
     add("Float8LinearConverter", { { "recipe_name", "rowwise" },
       { "filter_fqns", moe and { "lm_head", "router.gate" } or { "lm_head" } }, { "model_compile_enabled", compile } })
     if grouped then add("Float8GroupedExpertsConverter", { { "model_compile_enabled", compile } }) end

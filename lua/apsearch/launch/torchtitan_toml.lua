@@ -51,9 +51,9 @@
 --   block, a per-process count, activation_checkpoint.py _apply_layer_sac)
 --   when some k gives each pipeline rank the estimate's count, else
 --   "full" (APPROXIMATE); selective -> "selective" / "op"; none -> "none"
--- * precision fp8 -> converters ["quantize.linear.float8"], recipe
---   rowwise (tensorwise with enable_fsdp_float8_all_gather for
---   fp8_param_gather under FSDP), mxfp8 -> ["quantize.linear.mx"]
+-- * precision fp8 -> converters ["quantize.linear.float8"], tensorwise
+--   scaling as estimated (recipe_name unset; enable_fsdp_float8_all_gather
+--   for fp8_param_gather under FSDP), mxfp8 -> ["quantize.linear.mx"]
 --   (mxfp8_cublas); the lm_head ("output") left in bf16; nvfp4, fp16 NOT
 --   EXPRESSIBLE
 -- * torch_compile / compile_loss -> compile.enable, compile.components
@@ -804,15 +804,19 @@ function M.render(c, tag)
   local unquantized_why = moe and "the lm_head and the router stay bf16, as estimated" or
     "the lm_head stays bf16, as estimated"
   if prec == "fp8" then
+    -- recipe_name unset: dynamic tensorwise scaling, what the estimate
+    -- prices (src/core/profile.c: its casts, and float8 TP gathers, which
+    -- parallelize.py picks only without a rowwise recipe); rowwise casts
+    -- each operand once per GEMM and gathers bf16 under TP, measured
+    -- +10 % over bf16 against tensorwise's +25 % (pytorch/ao float8
+    -- README, Llama 3 8B on 8 H100)
     if gather and Sd > 1 then
-      -- recipe_name unset: tensorwise, the only recipe that gathers in
-      -- float8 (float8.py asserts recipe_name is None with the all-gather)
+      -- the only recipe that gathers in float8 (float8.py asserts
+      -- recipe_name is None with the all-gather)
       K("quantize.linear.float8.enable_fsdp_float8_all_gather", true)
       K("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", true)
       N("NOTE", "fp8 with fp8_param_gather: tensorwise scaling (recipe_name unset), the recipe whose " ..
         "FSDP all-gather is in float8")
-    else
-      K("quantize.linear.float8.recipe_name", "rowwise")
     end
     K("quantize.linear.float8.filter_fqns", unquantized, unquantized_why)
   elseif prec == "mxfp8" then

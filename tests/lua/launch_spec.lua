@@ -777,6 +777,15 @@ local function estimated(tbl, strategy)
   return { inputs = ctx:inputs(), top_k_strategies = { rec }, stage_summary = { { stages = stages } } }, est
 end
 
+-- Llama-3.1-8B on 8 H100 with Megatron-LM (global batch 128 x 8192), the
+-- training fields given over it
+local function h100_8b(training)
+  local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron" }
+  for k, v in pairs(training) do tr[k] = v end
+  return { model = "llama-3.1-8b", cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+    training = tr, top_k = 1 }
+end
+
 local function b200_405b(training)
   local tr = { global_batch_size = 512, seq_length = 8192, framework = "megatron" }
   for k, v in pairs(training or {}) do tr[k] = v end
@@ -1371,12 +1380,6 @@ describe("launch configs", function()
   end)
 
   it("write --overlap-grad-reduce and --overlap-param-gather only when the estimate overlaps the DP sync", function()
-    local function h100_8b(training)
-      local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron" }
-      for k, v in pairs(training) do tr[k] = v end
-      return { model = "llama-3.1-8b", cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
-        training = tr, top_k = 1 }
-    end
     for _, c in ipairs({ { {}, true }, { { dp_overlap = 0.5 }, true }, { { dp_overlap = 0 }, nil } }) do
       local r, est = estimated(h100_8b(c[1]), { dp_degree = 8, zero_stage = 1, tp_degree = 1,
         micro_batch_size = 1, layer_recompute = "full" })
@@ -1400,12 +1403,6 @@ describe("launch configs", function()
   end)
 
   it("write the estimate's allocator and say when it prices a loss the script cannot run", function()
-    local function h100_8b(training)
-      local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron" }
-      for k, v in pairs(training) do tr[k] = v end
-      return { model = "llama-3.1-8b", cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
-        training = tr, top_k = 1 }
-    end
     local st = { dp_degree = 8, zero_stage = 1, tp_degree = 1, micro_batch_size = 1, layer_recompute = "none" }
     -- Megatron-Bridge 25.09's: expandable segments, TE's cross-entropy in place (2 bytes a logit, Megatron's own 6)
     local r = estimated(h100_8b({ expandable_segments = true, logits_bytes = 2 }), st)

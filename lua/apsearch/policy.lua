@@ -896,8 +896,15 @@ end
 -- `apsearch validate` reads a row's `software`); a training.software that
 -- matches no release line is said too.  Nothing without either.
 -- @tparam table p policy (p.training, p.warnings; mutated)
-function M.apply_release_settings(p)
+-- @tparam[opt] string origin where training.software was given (the
+--   policy file, --set), for the error of a blank one
+-- @raise a blank training.software, naming origin, field and value
+function M.apply_release_settings(p, origin)
   local tr = p.training
+  if tr.software ~= nil and not tostring(tr.software):find("%S") then
+    util.fail(origin or "policy", "training.software", "expected a release name such as \"Megatron-Bridge 25.09\"",
+      tr.software)
+  end
   local software = stacks.policy_software(tr)
   if not software then return end
   local fw = tr.framework or "megatron"
@@ -1395,7 +1402,7 @@ function M.from_table(raw, file, opts)
   if n.device_alias then p.warnings[#p.warnings + 1] = n.device_alias end
   local rack = M.rack_note(p.cluster)
   if rack then p.warnings[#p.warnings + 1] = rack end
-  M.apply_release_settings(p)
+  M.apply_release_settings(p, n:origin("training.software"))
   -- the stack's efficiency profile (training.stack, else the one of
   -- training.software, else the framework's newest) on the device; a
   -- calibration file applies over it

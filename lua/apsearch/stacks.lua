@@ -44,8 +44,11 @@ end
 -- "25.081" are no release), or nil.
 local function release_yymm(software)
   for yy, mm in software:gmatch("%f[%d](%d+)%.(%d%d)%f[%D]") do
-    if #yy == 2 then return "20" .. yy .. "-" .. mm end
-    if #yy == 4 then return yy .. "-" .. mm end
+    local month = tonumber(mm)
+    if month >= 1 and month <= 12 then
+      if #yy == 2 then return "20" .. yy .. "-" .. mm end
+      if #yy == 4 then return yy .. "-" .. mm end
+    end
   end
   return nil
 end
@@ -55,7 +58,12 @@ end
 -- ("Megatron-Bridge main 2025-11-21 (PR 1348)" -> "2025-11"), or nil.
 function M.software_month(software)
   if type(software) ~= "string" then return nil end
-  return release_yymm(software) or software:match("%f[%d](%d%d%d%d%-%d%d)%f[%D]")
+  local month = release_yymm(software)
+  if month then return month end
+  for ym, mm in software:gmatch("%f[%d](%d%d%d%d%-(%d%d))%f[%D]") do
+    if tonumber(mm) >= 1 and tonumber(mm) <= 12 then return ym end
+  end
+  return nil
 end
 
 --- Release lines, first match wins.

@@ -434,6 +434,13 @@ describe("--set and --fix", function()
       err_of(norm, base(), { fix = { "sp=on,yes" } }))
   end)
 
+  it("refuses a blank training.software, naming where it was given", function()
+    local raw = base()
+    raw.training.software = "  "
+    assert.are.equal('policy.lua: training.software: expected a release name such as "Megatron-Bridge 25.09" (got "  ")',
+      err_of(norm, raw):gsub("^.*/", ""))
+  end)
+
   it("names --fix in errors it causes", function()
     assert.are.equal("--fix: search_space.tp_degree: must be a positive integer (got 0)",
       err_of(norm, base(), { fix = { "tp_degree=0" } }))

@@ -921,7 +921,7 @@ M.torchtitan_releases = {
         common = { dim = 5120, n_layers = 48, n_heads = 40, n_kv_heads = 8, top_k = 1, moe_inter_dim = 8192,
           num_shared_experts = 1, vocab_size = 202048, tie_word_embeddings = false, rope_theta = 500000,
           rope_scaling_type = "none", norm_eps = 1e-5, load_balance_coeff = 1e-3, score_func = "sigmoid",
-          route_scale = 1.0, irope_period = 4, irope_chunk = 8192 },
+          route_scale = 1.0, irope_period = 4 },
         qk_norm = false, pipelining = true, args_name = "llama4_args",
       },
     },

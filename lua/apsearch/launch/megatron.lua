@@ -92,10 +92,11 @@ end
 --- The CUDA graph flags (cuda_graphs on): full recompute and CPU offloading
 -- need the full-iteration graph (transformer_config.py l.2800, 2854-2857),
 -- which needs the NaN check off (arguments.py); else per-layer TE graphs
--- of training.cuda_graph_scope.
+-- of training.cuda_graph_scope.  Returns the --cuda-graph-impl written
+-- (nil: none).
 local function graph_flags(A, N, m, r, tr, offload)
   local scope = tr.cuda_graph_scope or "layer"
-  if scope == "none" then return end
+  if scope == "none" then return nil end
   if scope == "full_iteration" or r.layer_recompute == "full" or offload > 0 then
     A("--cuda-graph-impl", "full_iteration")
     A("--no-check-for-nan-in-loss-and-grad")
@@ -107,7 +108,7 @@ local function graph_flags(A, N, m, r, tr, offload)
       -- nemotronh/gb200/nemotronh.py:271, deepseek/gb300/deepseek_v3.py:339)
       A("--fine-grained-offloading-max-inflight-offloads", 1)
     end
-    return
+    return "full_iteration"
   end
   A("--cuda-graph-impl", "transformer_engine")
   local moe = (m.num_experts or 0) > 0
@@ -119,6 +120,7 @@ local function graph_flags(A, N, m, r, tr, offload)
     N("NOTE", "cuda_graph_scope layer on a dropless MoE model: its experts cannot be captured, so the " ..
       "modules that can are written (--cuda-graph-modules " .. table.concat(mods, " ") .. ")")
   end
+  return "transformer_engine"
 end
 
 
@@ -399,16 +401,14 @@ end
 -- NCCL_GRAPH_REGISTER=0, which validate_args asserts beside it
 -- (megatron/training/arguments.py l.1961-1968 @ d98e8a64).
 -- @tparam table tr training
--- @tparam table args the flags written ("--flag value" each)
+-- @tparam string|nil graph_impl the --cuda-graph-impl written (nil: none)
 -- @treturn table export lines (empty: the allocator's default)
-function M.allocator_env(tr, args)
+function M.allocator_env(tr, graph_impl)
   if not require("apsearch.core").recipe(tr).expandable_segments then return {} end
   local out = { "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # the estimate's allocator " ..
     "(training.expandable_segments)" }
-  for _, a in ipairs(args) do
-    if a == "--cuda-graph-impl transformer_engine" then
-      out[2] = "export NCCL_GRAPH_REGISTER=0  # TE CUDA graphs with expandable segments: asserted by validate_args"
-    end
+  if graph_impl == "transformer_engine" then
+    out[2] = "export NCCL_GRAPH_REGISTER=0  # TE CUDA graphs with expandable segments: asserted by validate_args"
   end
   return out
 end
@@ -588,8 +588,8 @@ function M.render(c)
   -- ... whenever gradients are reduced at all: over the data-parallel
   -- group with the CP ranks (DistributedDataParallel's intra_dp_cp_group,
   -- distributed_data_parallel.py @ d98e8a64), and the experts' over their
-  -- expert-data-parallel ranks (dp x cp x tp / (ep x etp),
-  -- parallel_state.py); dp = 1 with cp = 2 still reduces
+  -- expert-data-parallel ranks (dp x cp x tp / (ep x etp), as the core's
+  -- aps_moe_edp, src/core/moe.c); dp = 1 with cp = 2 still reduces
   local ep, etp = r.ep_degree or 1, r.etp_degree or r.tp_degree or 1
   local expert_dp = (m.num_experts or 0) > 0 and
     c.data_parallel * (r.cp_degree or 1) * (r.tp_degree or 1) // math.max(1, ep * etp) or 1
@@ -864,7 +864,7 @@ function M.render(c)
         "(Megatron asserts --sequence-parallel with --tp-comm-overlap)")
     end
   end
-  if tr.cuda_graphs then graph_flags(A, N, m, r, tr, offload) end
+  local graph_impl = tr.cuda_graphs and graph_flags(A, N, m, r, tr, offload) or nil
   A("--optimizer", tr.optimizer == "sgd" and "sgd" or "adam")
   M.loss_notes(tr, N)
 
@@ -885,7 +885,7 @@ function M.render(c)
   if tr.offload_modules then
     out[#out + 1] = "export NVTE_CPU_OFFLOAD_V1=1  # training.offload_modules: asserted by validate_args (TE >= 2.10)"
   end
-  for _, line in ipairs(M.allocator_env(tr, args)) do out[#out + 1] = line end
+  for _, line in ipairs(M.allocator_env(tr, graph_impl)) do out[#out + 1] = line end
   if tr.cutedsl_fused_grouped_mlp then
     -- TransformerEngine's CuTe DSL grouped MLP kernels (ops/fused/grouped_mlp.py)
     out[#out + 1] = "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1  # training.cutedsl_fused_grouped_mlp"

@@ -808,8 +808,10 @@ M.torchtitan_releases = {
     -- numeric there overrides `common`), the numerics every flavour shares
     -- (`common`), whether it has per-head Q/K norms, whether its
     -- TrainSpec has a pipelining_fn (train.py refuses PP without one),
-    -- whether its flavours take CP (`context_parallel` false: refused), and
-    -- the name of its flavour table (`args_name`)
+    -- whether its flavours take CP (`context_parallel` false: refused),
+    -- whether its parallelize reads expert_parallel_comm_backend
+    -- (`reads_comm_backend`: "deepep" written for flex), and the name of
+    -- its flavour table (`args_name`)
     models = {
       -- models/llama3/__init__.py llama3_args (TransformerModelArgs defaults,
       -- RoPEScalingArgs)
@@ -855,7 +857,8 @@ M.torchtitan_releases = {
       -- model.py precompute_freqs_cis, its softmax scale times mscale^2;
       -- flex attention with a block-causal mask, which update_from_config
       -- refuses with CP; MoEArgs' load_balance_coeff 1e-3: an expert bias);
-      -- get_train_spec: pipelining_fn pipeline_llm
+      -- get_train_spec: pipelining_fn pipeline_llm; infra/parallelize.py
+      -- l.100-121 reads expert_parallel_comm_backend
       deepseek_v3 = {
         flavors = {
           ["16B"] = { dim = 2048, n_layers = 27, n_heads = 16, inter_dim = 10944, moe_inter_dim = 1408,
@@ -876,6 +879,7 @@ M.torchtitan_releases = {
           original_seq_len = 4096, beta_fast = 32, beta_slow = 1, mscale = 1.0, load_balance_coeff = 1e-3,
           attn_mask_type = "block_causal" },
         qk_norm = false, pipelining = true, context_parallel = false, args_name = "deepseekv3_args",
+        reads_comm_backend = true,
       },
       -- models/gpt_oss/__init__.py gptoss_configs and model/args.py
       -- GptOssModelArgs (64 heads, 8 KV heads, head_dim 64, a 128-token
@@ -910,7 +914,8 @@ M.torchtitan_releases = {
       -- chunked FlexAttention) are not written: Attention.forward passes
       -- the whole mask dict as block_mask (model.py @ v0.2.2 l.275-283).
       -- get_train_spec: pipelining_fn pipeline_llm; update_from_config
-      -- refuses CP only for flex attention
+      -- refuses CP only for flex attention; infra/parallelize.py l.114-135
+      -- reads expert_parallel_comm_backend
       llama4 = {
         flavors = {
           ["17bx16e"] = { num_experts = 16, interleave_moe_layer_step = 1, rope_scaling_type = "llama3",
@@ -922,7 +927,7 @@ M.torchtitan_releases = {
           num_shared_experts = 1, vocab_size = 202048, tie_word_embeddings = false, rope_theta = 500000,
           rope_scaling_type = "none", norm_eps = 1e-5, load_balance_coeff = 1e-3, score_func = "sigmoid",
           route_scale = 1.0, irope_period = 4 },
-        qk_norm = false, pipelining = true, args_name = "llama4_args",
+        qk_norm = false, pipelining = true, args_name = "llama4_args", reads_comm_backend = true,
       },
     },
   },

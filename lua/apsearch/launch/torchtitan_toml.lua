@@ -128,13 +128,10 @@ local function dense_lead(m)
   local pattern = require("apsearch.core").model_params(m).moe_pattern or {}
   local dense = 0
   while pattern[dense + 1] == 0 do dense = dense + 1 end
-  local step
-  for k = 1, #pattern do
-    local ok = true
-    for i = 1, #pattern do
-      if pattern[i] ~= (i % k == 0 and 1 or 0) then ok = false break end
-    end
-    if ok then step = k break end
+  -- every k-th layer MoE makes the first MoE layer the k-th
+  local step = dense + 1
+  for i = 1, #pattern do
+    if pattern[i] ~= (i % step == 0 and 1 or 0) then step = nil break end
   end
   for i = dense + 1, #pattern do if pattern[i] ~= 1 then return dense, false, step end end
   return dense, true, step
@@ -485,12 +482,14 @@ end
 -- @tparam function K key writer
 -- @tparam function N note writer
 -- @tparam string NE the NOT EXPRESSIBLE tag
-function M.comm_backend_keys(r, tr, name, K, N, NE)
+-- @tparam table ms the release model's entry (options models:
+--   reads_comm_backend)
+function M.comm_backend_keys(r, tr, name, K, N, NE, ms)
   local d = r.moe_token_dispatcher or "alltoall"
   if d == "alltoall" then return end
   local ep, etp = r.ep_degree or 1, r.etp_degree or r.tp_degree or 1
   local hybrid = tr.moe_flex_dispatcher_backend == "hybridep"
-  local reads = name == "deepseek_v3" or name == "llama4"
+  local reads = ms.reads_comm_backend == true
   if d == "flex" and not hybrid and reads and ep > 1 and etp == 1 then
     K("parallelism.expert_parallel_comm_backend", "deepep")
     return
@@ -746,7 +745,7 @@ function M.render(c, tag)
       N(NE, "moe_capacity_factor = " .. tostring(r.moe_capacity_factor) .. ": the release's expert " ..
         "parallelism is dropless")
     end
-    M.comm_backend_keys(r, tr, name, K, N, NE)
+    M.comm_backend_keys(r, tr, name, K, N, NE, ms)
   end
 
   -- activation checkpointing
@@ -808,8 +807,9 @@ function M.render(c, tag)
     -- prices (src/core/profile.c: its casts, and float8 TP gathers, which
     -- parallelize.py picks only without a rowwise recipe); rowwise casts
     -- each operand once per GEMM and gathers bf16 under TP, measured
-    -- +10 % over bf16 against tensorwise's +25 % (pytorch/ao float8
-    -- README, Llama 3 8B on 8 H100)
+    -- +10 % over bf16 against tensorwise's +25 % (pytorch/ao
+    -- torchao/float8/README.md, PR 1793: Llama 3 8B on 8 H100, 6150 /
+    -- 6768 / 7689.5 tokens/s)
     if gather and Sd > 1 then
       -- the only recipe that gathers in float8 (float8.py asserts
       -- recipe_name is None with the all-gather)

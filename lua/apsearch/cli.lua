@@ -2271,6 +2271,13 @@ local function cmd_validate(args)
       table.concat(sm.release_gap_cases, ", "), table.concat(names, "; "), wo.count or 0,
       num(wo.mape_pct, "%.1f"), num(wo.median_abs_pct, "%.1f"), num(wo.max_abs_pct, "%.1f")))
   end
+  if sm.not_compared_cases then
+    local ids = {}
+    for i, id in ipairs(sm.not_compared_cases) do ids[i] = util.printable(tostring(id)) end
+    say(string.format("not compared: the measured TFLOP/s or MFU of %d row%s (%s), whose flops_convention is "
+      .. "unknown or empty; name the convention the source counts in (docs/accuracy.md)\n",
+      #ids, #ids == 1 and "" or "s", table.concat(ids, ", ")))
+  end
   say(string.format("memory: %d compared, mean |error| %s%%, %d under-estimates beyond 5%%\n",
     mem.count or 0, num(mem.mape_pct, "%.1f"), mem.under_estimates_beyond_5pct or 0))
   -- memory per measured kind, framework and family, the worst

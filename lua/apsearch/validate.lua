@@ -1130,14 +1130,19 @@ function M.run_case(row, calib)
       predicted.tflops_per_gpu = flops / est.step_time / n / 1e12
       predicted.mfu_pct = flops / est.step_time / n / M.mfu_peak(row, preset) * 100
     end
-    local measured, errors = {}, {}
+    local measured, errors, uncompared = {}, {}, {}
     for _, m in ipairs(M.MEASURES) do
       local v = M.measured_value(row, m.column)
       if v and predicted[m.key] then
         measured[m.key] = v
         errors[m.key] = pct(predicted[m.key], v)
+      elseif v then
+        uncompared[#uncompared + 1] = m.column
       end
     end
+    -- a measurement the row gives but no estimate is comparable with
+    -- (TFLOP/s or MFU without a flops_convention) is named, not dropped
+    if #uncompared > 0 then case.not_compared = util.array(uncompared) end
     case.predicted, case.measured, case.error_pct = predicted, measured, errors
     case.top_terms = top_terms(est)
   end)
@@ -1223,7 +1228,10 @@ M.WORST_UNDER = 5
 -- column).  Cases marked with a release gap (apsearch.stacks.RELEASE_GAPS)
 -- count in every figure; `throughput_without_release_gaps` repeats the
 -- throughput statistics without them and `release_gap_cases` names them
--- (both only when some case is marked).
+-- (both only when some case is marked).  `not_compared_cases` names the
+-- rows with a measurement no estimate was compared with (a case's
+-- `not_compared`: TFLOP/s or MFU without a flops_convention), only when
+-- there is one.
 function M.summarize(cases)
   local thr, mem, by_source, kept, gaps = {}, {}, {}, {}, {}
   local under, failed = 0, 0
@@ -1308,6 +1316,11 @@ function M.summarize(cases)
                 memory_worst_under = worst,
                 fit_calls = { ran = calls.ran, oom = calls.oom, wrong = util.array(wrong) },
                 predicted_not_to_fit = { count = #oom, cases = util.array(oom) } }
+  local uncompared = {}
+  for _, c in ipairs(cases) do
+    if c.not_compared then uncompared[#uncompared + 1] = c.case_id end
+  end
+  if #uncompared > 0 then out.not_compared_cases = util.array(uncompared) end
   if #gaps > 0 then
     out.throughput_without_release_gaps = stats(kept)
     out.release_gap_cases = util.array(gaps)

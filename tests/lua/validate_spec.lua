@@ -595,6 +595,19 @@ describe("validate: recipe columns and release defaults", function()
     return res.cases[1]
   end
 
+  it("names a TFLOP/s or MFU it cannot compare (flops_convention unknown) instead of dropping it", function()
+    local c = one(",measured_tflops_per_gpu,measured_mfu_pct", ",400,40")
+    assert.is_nil(c.error)
+    assert.are.same({ "measured_tflops_per_gpu", "measured_mfu_pct" }, c.not_compared)
+    assert.is_nil(c.error_pct.tflops_per_gpu)
+    assert.are.same({ "x1" }, validate.summarize({ c }).not_compared_cases)
+    -- under a named convention the same figures are compared
+    local named = one(",measured_tflops_per_gpu", ",400", base:gsub(",unknown$", ",model-causal"))
+    assert.is_nil(named.not_compared)
+    assert.is_number(named.error_pct.tflops_per_gpu)
+    assert.is_nil(validate.summarize({ named }).not_compared_cases)
+  end)
+
   it("refuses two rows of one case_id, and takes a long model name as a label cut to 63 bytes", function()
     local path = os.tmpname()
     local f = assert(io.open(path, "w"))

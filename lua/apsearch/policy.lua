@@ -913,7 +913,9 @@ function M.apply_release_settings(p, origin)
     set[#set + 1] = ("%s = %s"):format(e.key, util.describe(e.value))
     name = name or e.name
   end
-  local whose = tr.software and ("training.software %q"):format(tr.software) or ("training.stack %s"):format(tr.stack)
+  local whose = tr.software and ("training.software %s"):format(util.describe(tr.software)) or ("training.stack %s"):format(tr.stack)
+  local month_note = tr.software and stacks.release_month_note(software, fw)
+  if month_note then p.warnings[#p.warnings + 1] = "note: training.software: " .. month_note end
   if #set > 0 then
     p.warnings[#p.warnings + 1] = ("note: %s: estimated as %s run it: %s (set them in the policy to price " ..
       "another setting)"):format(whose, name, table.concat(set, ", "))

@@ -9,6 +9,7 @@
 -- columns always win.
 -- @module apsearch.stacks
 local M = {}
+local util = require("apsearch.util")
 
 --- TorchTitan's release tags and the month of their commits
 -- (pytorch/torchtitan tags v0.1.0 2025-06-17, v0.2.0 2025-10-17, v0.2.1
@@ -114,6 +115,10 @@ M.LINES = {
       .. "fp4_param_gather = True for mxfp8, fp8 current scaling, nvfp4); "
       .. "scripts/performance/utils/executors.py:48 (PERF_ENV_VARS "
       .. "PYTORCH_CUDA_ALLOC_CONF = expandable_segments:True)",
+    -- the newest release month whose recipes these settings were read
+    -- against (Megatron-Bridge v0.6.0, 2026-08-19; main 067f987df,
+    -- 2026-08-22): a later release is said (M.release_month_note)
+    read_through = "2026-08",
     -- settings of some releases of the line only, by the run's month
     -- (M.software_month): `since` / `before` as in M.MOE_RECIPES
     dated = {
@@ -640,7 +645,7 @@ function M.release_settings(software, framework, precision)
   local out, seen = {}, {}
   if not line then return out end
   local function add(set, name, source)
-    for _, k in ipairs(require("apsearch.util").sorted_keys(set or {})) do
+    for _, k in ipairs(util.sorted_keys(set or {})) do
       if not seen[k] then
         seen[k] = true
         out[#out + 1] = { key = k, value = set[k], name = name, source = source }
@@ -655,6 +660,35 @@ function M.release_settings(software, framework, precision)
     if month and month >= d.since and (not d.before or month < d.before) then add(d.training, d.name, d.source) end
   end
   return out
+end
+
+--- What a run's `software` leaves unread of its release line's dated
+-- settings: a release month that cannot be read ("Megatron-Bridge 25.9":
+-- a release is spelt YY.MM), whose settings by month (`dated`) are then
+-- not applied, or a month after the line's `read_through` (the newest
+-- release its settings were read against), estimated as that release.
+-- @tparam string|nil software a `software` string
+-- @tparam string framework training.framework
+-- @treturn string|nil the note's text (no "note:" prefix), nil when the
+--   month is read within the line's releases, or the line has no dated
+--   settings
+function M.release_month_note(software, framework)
+  local line = M.match(software, framework)
+  if not (line and line.dated) then return nil end
+  local month = M.software_month(software)
+  if not month then
+    local names = {}
+    for i, d in ipairs(line.dated) do names[i] = d.name end
+    return ("no release month read from %s (a release is spelt YY.MM, as 25.09, or a date YYYY-MM): "
+      .. "%s settings by release month not applied: %s"):format(
+      util.describe(software), line.name, table.concat(names, "; "))
+  end
+  if line.read_through and month > line.read_through then
+    return ("%s is read as the release of %s, after the newest apsearch has read of %s (%s): "
+      .. "estimated with that release's settings"):format(util.describe(software), month, line.name,
+      line.read_through)
+  end
+  return nil
 end
 
 --- Writes the settings of `software`'s release line (M.release_settings)

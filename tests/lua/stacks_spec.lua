@@ -101,6 +101,24 @@ describe("release lines' recipe settings (stacks.match)", function()
     assert.are.equal(true, line.training.store_param_remainders)
     assert.is_nil(stacks.match("NeMo 24.07", "fsdp2"))
   end)
+
+  it("say a release month they cannot read, or one after the newest read, and nothing otherwise", function()
+    -- "25.9" is no YY.MM: the dated in-place cross-entropy (2025-09 to 2026-07) is not applied
+    local n = stacks.release_month_note("Megatron-Bridge 25.9", "megatron")
+    assert.truthy(n:find('no release month read from "Megatron-Bridge 25.9"', 1, true), n)
+    assert.truthy(n:find("TE 2.2-2.17", 1, true), n)
+    local keys = {}
+    for _, e in ipairs(stacks.release_settings("Megatron-Bridge 25.9", "megatron", "bf16")) do keys[e.key] = e.value end
+    assert.is_nil(keys.logits_bytes)
+    -- 27.01 is after Megatron-Bridge v0.6.0 (2026-08), the newest read
+    n = stacks.release_month_note("Megatron-Bridge 27.01", "megatron")
+    assert.truthy(n:find("read as the release of 2027-01, after the newest apsearch has read of "
+      .. "Megatron-Bridge performance recipes (2026-08)", 1, true), n)
+    assert.is_nil(stacks.release_month_note("Megatron-Bridge 25.09", "megatron"))
+    assert.is_nil(stacks.release_month_note("Megatron-Bridge 26.08", "megatron"))
+    -- a line without settings by month has nothing to say
+    assert.is_nil(stacks.release_month_note("NeMo 24.7", "megatron"))
+  end)
 end)
 
 describe("benchmark suite releases (stacks.BENCHMARK_RELEASES)", function()

@@ -378,6 +378,7 @@ local function print_notes(p, opts, estimate_only)
   local common = require "apsearch.format.common"
   local tty = require("apsearch.core").isatty(2)
   local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
+  io.stdout:flush() -- as util.log: notes after what stdout already holds
   for _, w in ipairs(input_notes(p, opts, estimate_only)) do
     io.stderr:write(common.fold_text("apsearch: " .. util.printable(w), width), "\n")
   end
@@ -1119,17 +1120,18 @@ local function wall_clock()
   return require("apsearch.core").monotime()
 end
 
---- The search log lines to print on stderr: on a terminal, when the table
--- follows on stdout, the per-strategy `top-N:` lines are left out (the
--- table shows them); they stay in result.json's search_log.
+--- The search log lines to print on stderr: when the table follows on
+-- stdout, the per-strategy `top-N:` lines are left out (the table shows
+-- them, whether the two streams go to a terminal, one file or two); with
+-- json, csv or a formatter script on stdout they stay, the human-readable
+-- summary of the run.  They stay in result.json's search_log either way.
 -- @tparam table log result.search_log
--- @tparam boolean tty stderr is a terminal
 -- @tparam boolean table_out the table format goes to stdout
 -- @treturn table lines
-function M.log_lines(log, tty, table_out)
+function M.log_lines(log, table_out)
   local lines = {}
   for _, line in ipairs(log) do
-    if not (tty and table_out and line:match("^top%-%d+: ")) then lines[#lines + 1] = line end
+    if not (table_out and line:match("^top%-%d+: ")) then lines[#lines + 1] = line end
   end
   return lines
 end
@@ -1282,7 +1284,7 @@ local function cmd_run(args)
     -- whole lines)
     local common = require "apsearch.format.common"
     local width = (opts.wide or not tty) and math.huge or require("apsearch.format.table").max_width
-    for _, line in ipairs(M.log_lines(result.search_log, tty, table_out)) do
+    for _, line in ipairs(M.log_lines(result.search_log, table_out)) do
       util.log("%s", common.fold_text(line, width))
     end
   end

@@ -653,7 +653,9 @@ end
 --- Writes one line to stderr (logs and progress; stdout carries results),
 -- folded at the tables' width (apsearch.format.table.max_width, 120
 -- columns) when stderr is a terminal, as the tables are; a pipe or a
--- file gets the line whole.
+-- file gets the line whole.  Stdout is flushed first, so that with both
+-- streams on one pipe (`2>&1 | less`) a note follows the lines written
+-- before it instead of landing inside one.
 -- @tparam string fmt `string.format` format
 -- @param ... format arguments
 function M.log(fmt, ...)
@@ -664,6 +666,7 @@ function M.log(fmt, ...)
       and require("apsearch.format.table").max_width or false
   end
   if log_width and #text > log_width then text = require("apsearch.format.common").fold_text(text, log_width) end
+  io.stdout:flush()
   io.stderr:write(text, "\n")
 end
 

@@ -52,4 +52,17 @@ describe("the run log's top-k lines", function()
     assert.truthy(line:find(string.format(", %.0f tokens/s/GPU,", tps), 1, true), line)
     assert.falsy(line:find("e%+0"), line)
   end)
+
+  it("are left out of stderr when the table goes to stdout, terminal or not (the table shows them)", function()
+    local code, out, err = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "gb200:16",
+      "--set", "cluster.nvlink_domain_size=64", "--fix", "tp_degree=1", "--fix", "layer_recompute=none",
+      "--fix", "micro_batch_size=1", "--fix", "ep_degree=16", "--top-k", "1")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("rank", 1, true), out)
+    assert.falsy(err:find("top%-1: "), err)
+    local cli = require "apsearch.cli"
+    local log = { "search space: 4 candidates", "top-1: dp=4: step 1.000 s" }
+    assert.are.same({ "search space: 4 candidates" }, cli.log_lines(log, true))
+    assert.are.same(log, cli.log_lines(log, false))
+  end)
 end)

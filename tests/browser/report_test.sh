@@ -134,6 +134,11 @@ esac
 # cut between the fill and the drain panels included
 [ "$(attr data-gantt-label-overlaps "$WORK/dom1b.html")" = "0" ] || bad "Gantt chart: time-axis labels overlapping: '$(attr data-gantt-label-overlaps "$WORK/dom1b.html")'"
 [ -z "$(attr data-color-mismatch "$WORK/dom1b.html")" ] || bad "categories not in their map colour: $(attr data-color-mismatch "$WORK/dom1b.html")"
+# chart 7: every top-k rank named by a drawn label (coincident ranks share
+# one, "#1-#4"; one label drawn over another is hidden and its ranks
+# would go unnamed)
+grep -q '<html[^>]*data-scatter-ranks-unlabelled=' "$WORK/dom1b.html" || bad "scatter rank labels: not measured"
+[ -z "$(attr data-scatter-ranks-unlabelled "$WORK/dom1b.html")" ] || bad "scatter: top-k ranks no label names: $(attr data-scatter-ranks-unlabelled "$WORK/dom1b.html")"
 # the map, read from its one definition
 MAP="$WORK/colors.txt"
 sed -n '/^M.category_colors = {/,/^}/p' "$ROOT/lua/apsearch/report/html.lua" |

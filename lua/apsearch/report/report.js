@@ -26,7 +26,9 @@
  * and sets data-sort-test to "ok" or to what went wrong, ticks chart
  * 7's log-scale box and sets data-log-test (both axes log, then back), and
  * sets data-gantt-label-overlaps to the pairs of chart 9's time-axis
- * labels drawn over each other (0 expected).
+ * labels drawn over each other (0 expected) and data-scatter-ranks-
+ * unlabelled to the top-k ranks no label of chart 7 names (empty
+ * expected).
  */
 (function () {
   'use strict';
@@ -461,6 +463,19 @@
   chart('chart6', trends.some(function (t) { return t.points.length > 0; }), function () {
     var n = trends.length, grids = [], xs = [], ys = [], series = [];
     var w = 100 / n;
+    // one step axis and one memory axis for every panel, so that bars of
+    // two panels compare by height: from 0 to a round value above the
+    // largest of all panels
+    var stepMax = 0, memMax = 0;
+    trends.forEach(function (t) {
+      t.points.forEach(function (p) { stepMax = Math.max(stepMax, p.step_time || 0); memMax = Math.max(memMax, gib(p.mem_peak)); });
+    });
+    function ceilNice(v) {
+      if (!(v > 0)) return undefined;
+      var p = Math.pow(10, Math.floor(Math.log(v) / Math.LN10)), m = v / p;
+      return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10) * p;
+    }
+    stepMax = ceilNice(stepMax); memMax = ceilNice(memMax);
     trends.forEach(function (t, i) {
       grids.push({ left: (i * w + 4) + '%', width: (w - 9) + '%', top: 80, bottom: 84 });
       // every degree labelled (ECharts' automatic interval skips some, and
@@ -470,8 +485,8 @@
       xs.push({ type: 'category', gridIndex: i, name: t.label, nameLocation: 'middle', nameGap: slant ? 40 : 28,
         axisLabel: { interval: 0, rotate: slant ? 45 : 0, fontSize: 10 },
         data: t.points.map(function (p) { return String(p.value); }) });
-      ys.push({ type: 'value', gridIndex: i, name: i === 0 ? 'best step time (s)' : '', splitLine: { show: true } });
-      ys.push({ type: 'value', gridIndex: i, name: i === n - 1 ? 'its memory (GiB)' : '', position: 'right', splitLine: { show: false } });
+      ys.push({ type: 'value', gridIndex: i, name: i === 0 ? 'best step time (s)' : '', splitLine: { show: true }, min: 0, max: stepMax });
+      ys.push({ type: 'value', gridIndex: i, name: i === n - 1 ? 'its memory (GiB)' : '', position: 'right', splitLine: { show: false }, min: 0, max: memMax });
       series.push({ name: 'best step time (s)', type: 'bar', xAxisIndex: i, yAxisIndex: 2 * i, itemStyle: { color: '#5470c6' },
         data: t.points.map(function (p) { return p.step_time; }) });
       series.push({ name: 'its peak memory (GiB)', type: 'line', xAxisIndex: i, yAxisIndex: 2 * i + 1, itemStyle: { color: '#ee6666' }, symbolSize: 8,
@@ -503,6 +518,47 @@
   // the chart switches both axes to a log scale
   var logBox = document.getElementById('scatter-log');
   var SCATTER_TOPK_SPAN = 1.6;
+  // a rank label's box on the canvas: about 7 px per character of its 11 px
+  // font, 14 px high; the plot is the chart's box less its grid margins
+  var RANK_CHAR_PX = 7, RANK_LABEL_PX = 14, SCATTER_MARGIN_X = 134, SCATTER_MARGIN_Y = 176;
+  // "#1-#4" for consecutive ranks, "#1, #3" otherwise
+  function rankText(ranks) {
+    var parts = [], i = 0;
+    while (i < ranks.length) {
+      var j = i;
+      while (j + 1 < ranks.length && ranks[j + 1] === ranks[j] + 1) j++;
+      parts.push(j > i + 1 ? '#' + ranks[i] + '-#' + ranks[j] : (j > i ? '#' + ranks[i] + ', #' + ranks[j] : '#' + ranks[i]));
+      i = j + 1;
+    }
+    return parts.join(', ');
+  }
+  // the rank labels of the top-k: ranks whose points lie within a label's
+  // box of the best rank of a group (at the chart's opening scale) share
+  // its one label ("#1-#4"), the others none, so that coincident plans
+  // are all named instead of one label hiding the rest; rank -> text
+  function rankLabels(log, yLo, yHi) {
+    var el = document.getElementById('chart7');
+    var w = Math.max(200, (el ? el.clientWidth : 1000) - SCATTER_MARGIN_X);
+    var h = Math.max(100, (el ? el.clientHeight : 420) - SCATTER_MARGIN_Y);
+    var T = log ? function (v) { return Math.log(Math.max(v, 1e-12)); } : function (v) { return v; };
+    var xlo = Infinity, xhi = -Infinity;
+    sc.points.forEach(function (p) { xlo = Math.min(xlo, T(p[0])); xhi = Math.max(xhi, T(p[0])); });
+    topk.forEach(function (t) { xlo = Math.min(xlo, T(gib(t.mem_peak))); xhi = Math.max(xhi, T(gib(t.mem_peak))); });
+    var xs = w / Math.max(xhi - xlo, 1e-9), ys = h / Math.max(T(yHi) - T(yLo), 1e-9);
+    var groups = [], labels = {};
+    topk.slice().sort(function (a, b) { return a.rank - b.rank; }).forEach(function (t) {
+      var x = T(gib(t.mem_peak)) * xs, y = T(t.step_time) * ys, g = null;
+      for (var i = 0; i < groups.length && !g; i++) {
+        var q = groups[i];
+        if (Math.abs(x - q.x) < RANK_CHAR_PX * 6 && Math.abs(y - q.y) < RANK_LABEL_PX) g = q;
+      }
+      if (g) g.ranks.push(t.rank); else groups.push({ x: x, y: y, ranks: [t.rank] });
+    });
+    groups.forEach(function (g) {
+      g.ranks.forEach(function (r, i) { labels[r] = i === 0 ? rankText(g.ranks) : ''; });
+    });
+    return labels;
+  }
   function scatterOption(log) {
     var front = D.front || [];
     var series = [
@@ -514,9 +570,10 @@
         data: front.map(function (p) { return [gib(p.mem_peak), p.step_time, p.index]; }) },
       { name: 'top-k', type: 'scatter', symbol: 'diamond', symbolSize: 12, z: 4,
         itemStyle: { color: '#d62728' },
-        label: { show: true, position: 'right', fontSize: 11, formatter: function (p) { return '#' + p.data[3]; } },
-        // rank labels never overlap: moved apart vertically, hidden when
-        // still in the way (zoom in to read them)
+        label: { show: true, position: 'right', fontSize: 11, formatter: function (p) { return labels[p.data[3]] || ''; } },
+        // coincident ranks share one label (rankLabels); the rest never
+        // overlap: moved apart vertically, hidden when still in the way
+        // (zoom in to read them)
         labelLayout: { moveOverlap: 'shiftY', hideOverlap: true },
         labelLine: { show: true, length2: 4, lineStyle: { color: '#999' } },
         data: topk.map(function (t) { return [gib(t.mem_peak), t.step_time, t.index, t.rank]; }) }
@@ -545,6 +602,8 @@
       yZoom = { startValue: lo, endValue: SCATTER_TOPK_SPAN * worst };
     }
     root.setAttribute('data-scatter-topk-zoom', yZoom.endValue ? f(yZoom.endValue, 3) : '0');
+    topk.forEach(function (t) { lo = Math.min(lo, t.step_time); hi = Math.max(hi, t.step_time); });
+    var labels = rankLabels(log, lo, yZoom.endValue || hi);
     function axis(name, extra) {
       var a = { type: log ? 'log' : 'value', name: name, scale: true,
         axisLabel: { formatter: function (v) { return +Number(v).toPrecision(4); } } };
@@ -593,6 +652,26 @@
     });
   }
   if (logBox && !c7) logBox.disabled = true;
+  // the top-k ranks no drawn label names (hidden behind another, or never
+  // drawn): the selftest's data-scatter-ranks-unlabelled, 0 expected
+  function unlabelledRanks(c) {
+    var named = {};
+    c.getZr().storage.getDisplayList(true).forEach(function (el) {
+      if ((el.type !== 'tspan' && el.type !== 'text') || el.invisible || !el.style) return;
+      String(el.style.text || '').replace(/#(\d+)(?:-#(\d+))?/g, function (m, a, b) {
+        for (var r = +a; r <= +(b || a); r++) named[r] = true;
+        return m;
+      });
+    });
+    return topk.filter(function (t) { return !named[t.rank]; }).map(function (t) { return t.rank; });
+  }
+  if (c7 && /selftest/.test(location.search)) {
+    c7.on('finished', function () {
+      try { root.setAttribute('data-scatter-ranks-unlabelled', unlabelledRanks(c7).join(' ')); } catch (e) {
+        root.setAttribute('data-scatter-ranks-unlabelled', 'error: ' + e);
+      }
+    });
+  }
   if (c7 && logBox && /selftest/.test(location.search)) {
     try {
       var axType = function () { var o = c7.getOption(); return o.xAxis[0].type + ',' + o.yAxis[0].type; };

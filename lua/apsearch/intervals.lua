@@ -217,7 +217,7 @@ function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, m
   local caveats = M.model_caveats(model, framework)
   -- the model's own held-out runs on this GPU, when they fell outside
   local held = st and step_time > 0 and
-    require("apsearch.evidence").caveat(model, device, st.lo / step_time, st.hi / step_time)
+    require("apsearch.evidence").caveat(model, device, framework, st.lo / step_time, st.hi / step_time)
   if held then caveats[#caveats + 1] = held end
   if st and #caveats > 0 then st.caveats = caveats end
   return { step_time = st, mem_peak = M.interval(mem_peak, d.mem_peak, tostring(framework)) }

@@ -487,8 +487,11 @@ function M.check_value(kind, v, fail)
   elseif kind == "stack" then
     local stacks = require "apsearch.stacks"
     if type(v) ~= "string" or not stacks.stack(v) then
+      -- a release name ("Megatron-Bridge 25.09") given as the stack's id
+      local release = type(v) == "string" and (v:find("%s") or stacks.software_month(v))
       fail((type(v) == "string" and require("apsearch.suggest").problem("unknown stack", v, stacks.ids())
-        or "unknown stack") .. "; known stacks: " .. util.join(stacks.ids()), v)
+        or "unknown stack") .. "; known stacks: " .. util.join(stacks.ids()) ..
+        (release and "; a release name goes in training.software" or ""), v)
     end
   elseif kind == "bool" then
     if type(v) ~= "boolean" then fail("expected true or false", v) end

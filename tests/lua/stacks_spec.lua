@@ -259,6 +259,10 @@ describe("software stacks", function()
     for _, id in ipairs(stacks.ids()) do assert.truthy(err:find(id, 1, true), err) end
     err = H.err_of(policy.from_table, base_policy({ stack = 3 }), "p.lua")
     assert.truthy(err:find("unknown stack", 1, true), err)
+    assert.falsy(err:find("training.software", 1, true), err)
+    -- a release name in the stack's place is pointed to training.software
+    err = H.err_of(policy.from_table, base_policy({ stack = "Megatron-Bridge 25.09" }), "p.lua")
+    assert.truthy(err:find("; a release name goes in training.software", 1, true), err)
   end)
 
   it("refuse a stack of another framework", function()

@@ -1176,7 +1176,13 @@ typedef struct {
                                         its compiled / loss-parallel
                                         variants).  Megatron-LM before
                                         core 0.8 holds 10 (memory.c) */
-    double memory_limit_bytes;     /**< 0: device capacity - memory_margin */
+    double memory_limit_bytes;     /**< 0: device capacity - memory_margin;
+                                        a limit on the peak
+                                        memory_limit_kind names, with the
+                                        device memory in use still under
+                                        capacity - memory_margin when the
+                                        limit is within the capacity (one
+                                        above it bounds nothing else) */
     double memory_margin_bytes;    /**< kept free below capacity */
     double allocator_fragmentation;/**< reserved over allocated, less 1,
                                         of PyTorch's caching allocator

@@ -947,17 +947,51 @@ static const char *limited_kind(const aps_training *t)
                                                           : " max reserved";
 }
 
-aps_reason aps_check_memory_limit(const aps_training *t, aps_estimate *out,
-                                  int64_t p)
+/** The largest memory category of stage w. */
+static int largest_category(const aps_stage_estimate *w)
 {
-    if (!(out->mem_limited > out->mem_limit))
-        return APS_REASON_NONE;
-    int64_t worst = out->worst_stage;
-    const aps_stage_estimate *w = &out->stages[worst];
     int big = 0;
     for (int k = 1; k < APS_MEM_COUNT; k++)
         if (w->mem[k] > w->mem[big])
             big = k;
+    return big;
+}
+
+/** MEMORY_LIMIT when a user limit on max reserved or max allocated holds
+ *  but the device memory in use (out->mem_peak: with the CUDA context and
+ *  NCCL's buffers) exceeds the device's capacity less
+ *  training.memory_margin_gib, the physical bound every run is under.  A
+ *  limit above the capacity (which policies refuse; the C API's way to
+ *  estimate a breakdown without a bound) lifts it. */
+static aps_reason check_device_capacity(const aps_cluster *c,
+                                        const aps_training *t,
+                                        aps_estimate *out, int64_t p)
+{
+    double cap = c->device.memory_bytes - t->memory_margin_bytes;
+    if (!(t->memory_limit_bytes > 0) ||
+        t->memory_limit_bytes > c->device.memory_bytes ||
+        t->memory_limit_kind == APS_MEM_KIND_DEVICE || !(out->mem_peak > cap))
+        return APS_REASON_NONE;
+    const aps_stage_estimate *w = &out->stages[out->worst_stage];
+    int big = largest_category(w);
+    aps_fmt(out->reason_msg, sizeof out->reason_msg,
+            "stage %lld of %lld needs %.2f GiB of device memory in use > the "
+            "device's %.2f GiB less the margin, %.2f GiB (largest: %s %.2f GiB)",
+            (long long)out->worst_stage + 1, (long long)p,
+            out->mem_peak / APS_GIB, c->device.memory_bytes / APS_GIB,
+            cap / APS_GIB, aps_mem_category_name((aps_mem_category)big),
+            w->mem[big] / APS_GIB);
+    return APS_REASON_MEMORY_LIMIT;
+}
+
+aps_reason aps_check_memory_limit(const aps_cluster *c, const aps_training *t,
+                                  aps_estimate *out, int64_t p)
+{
+    if (!(out->mem_limited > out->mem_limit))
+        return check_device_capacity(c, t, out, p);
+    int64_t worst = out->worst_stage;
+    const aps_stage_estimate *w = &out->stages[worst];
+    int big = largest_category(w);
     int dec = APS_MEM_MSG_MIN_DECIMALS;
     while (dec < APS_MEM_MSG_MAX_DECIMALS &&
            gib_rounded(out->mem_limited, dec) <= gib_rounded(out->mem_limit, dec))

@@ -176,7 +176,7 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
     if (st != APS_OK)
         return st;
     aps_throughput(m, c, t, s, &lay, out);
-    out->reason = aps_check_memory_limit(t, out, lay.p);
+    out->reason = aps_check_memory_limit(c, t, out, lay.p);
     out->feasible = out->reason == APS_REASON_NONE;
     return APS_OK;
 }

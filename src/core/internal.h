@@ -552,6 +552,14 @@ void aps_pipeline_p2p(const aps_model *m, const aps_cluster *c,
  *  (schedule.c). */
 double aps_layout_inflight(const aps_layout *lay, int64_t i);
 
+/** The most micro-batches of model chunk k (0-based on rank i) whose
+ *  activations rank i holds at once under the layout's schedule: what the
+ *  tensors of one chunk only (the last chunk's final norm, output layer
+ *  and MTP inputs) are held for; aps_layout_inflight's count when the
+ *  rank has one chunk or the schedule is not (interleaved) 1F1B
+ *  (schedule.c). */
+double aps_layout_chunk_inflight(const aps_layout *lay, int64_t i, int64_t k);
+
 /** Vocabulary padded to a multiple of vocab_size_divisible_by * t
  *  (Megatron megatron/training/tokenizer: _vocab_size_with_padding). */
 double aps_padded_vocab(const aps_model *m, const aps_training *t, int64_t tp);
@@ -1929,8 +1937,11 @@ void aps_throughput(const aps_model *m, const aps_cluster *c,
 /** MEMORY_LIMIT with a message naming the stage, its bytes against the
  *  limit (and which peak, training.memory_limit_kind) and its largest
  *  category when out->mem_limited exceeds out->mem_limit (p pipeline
- *  ranks), else APS_REASON_NONE. */
-aps_reason aps_check_memory_limit(const aps_training *t, aps_estimate *out,
+ *  ranks), or, under a user limit on max reserved or max allocated, when
+ *  the device memory in use exceeds the device's capacity less
+ *  training.memory_margin_gib (c's device); else APS_REASON_NONE. */
+aps_reason aps_check_memory_limit(const aps_cluster *c, const aps_training *t,
+                                  aps_estimate *out,
                                   int64_t p);
 
 /* ---- moe.c ---- */

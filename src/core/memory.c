@@ -539,22 +539,47 @@ static double stage_activations(const aps_model *m, const aps_training *t,
      * layers' activations are freed. */
     double off = (double)aps_recipe_offload_layers(
         t, lay->layers[i] - lay->recompute[i], lay->v);
-    double per_mb = (layers - rc - off) * per_layer + kept_inputs * lc->act_input;
+    double per_mb_kept = (layers - rc - off) * per_layer;
+    double per_mb = kept_inputs * lc->act_input;
     if (i == 0 && aps_recipe_hidden_dropout(t))
         per_mb += APS_MASK_BYTES * sbh_rep;        /* embedding dropout */
-    if (i == lay->p - 1) { /* final-norm, output inputs; MTP's per depth */
+    /* final-norm, output inputs; MTP's per depth: tensors of the last
+     * model chunk, held for its micro-batches in flight, not the rank's
+     * (interleaved 1F1B runs each last-chunk forward's backward next:
+     * one or two, where the rank holds p + 1 of its first chunk) */
+    double last_mb = 0.0;
+    if (i == lay->p - 1) {
         double mtp_saved = APS_MTP_SAVED_HIDDEN -
                            (lay->mtp_recompute ? APS_MTP_RECOMPUTED_HIDDEN : 0.0);
-        per_mb += (2.0 + mtp_saved * (double)lay->mtp) * APS_ACT_BYTES * sbh_rep;
+        last_mb = (2.0 + mtp_saved * (double)lay->mtp) * APS_ACT_BYTES * sbh_rep;
         if (t->hf_eager_layer) /* the final LlamaRMSNorm's fp32 copy */
-            per_mb += APS_FP32_BYTES * sbh_rep;
+            last_mb += APS_FP32_BYTES * sbh_rep;
     }
     /* fine-grained offload: what the offload modules move to host, less
      * the groups that stay (offload.c) */
     double off_margin;
     per_mb -= aps_offload_stage_bytes(m, t, s, lay, lc, i, &off_margin);
     double inflight = aps_layout_inflight(lay, i);
-    st->inflight_microbatches = inflight;
+    /* the MTP depths' layers run in the last model chunk: their tensors
+     * are held for its micro-batches in flight (last_inflight), the rank's
+     * other layers' for the rank's.  Counts weighted by layers: by those
+     * that keep their activations for the kept sets (which the MoE terms
+     * read too, moe.c aps_moe_stage_memory), by all for the rest
+     * (recomputed layers' inputs) */
+    double last_inflight = i == lay->p - 1
+        ? aps_layout_chunk_inflight(lay, i, lay->v - 1) : 0.0;
+    double inflight_kept = inflight;
+    double mtp_l = (double)aps_layout_mtp_layers(lay, i);
+    if (mtp_l > 0) {
+        double main_l = (double)lay->layers[i];
+        double mtp_k = lay->mtp_recompute ? 0.0 : mtp_l;
+        double main_k = main_l - (double)lay->recompute[i];
+        if (main_k + mtp_k > 0)
+            inflight_kept = (main_k * inflight + mtp_k * last_inflight) /
+                            (main_k + mtp_k);
+        inflight = (main_l * inflight + mtp_l * last_inflight) / (main_l + mtp_l);
+    }
+    st->inflight_microbatches = inflight_kept;
     /* Full recompute: while a layer is recomputed its whole activation set
      * is alive once more (the transient peak of the backward); of a group
      * of several, the largest kind the rank holds and the rest as its mean
@@ -575,7 +600,8 @@ static double stage_activations(const aps_model *m, const aps_training *t,
      * its MoE and MLA parts in moe.c aps_moe_stage_memory */
     if (t->overlap_moe_expert_parallel_comm && layers > rc)
         transient += per_layer;
-    return inflight * per_mb + off_margin + transient;
+    return inflight_kept * per_mb_kept + inflight * per_mb + last_inflight * last_mb +
+           off_margin + transient;
 }
 
 double aps_gathered_param_bytes(const aps_training *t, double gathered,

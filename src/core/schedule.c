@@ -304,6 +304,19 @@ double aps_layout_inflight(const aps_layout *lay, int64_t i)
                                  uneven ? w : NULL);
 }
 
+double aps_layout_chunk_inflight(const aps_layout *lay, int64_t i, int64_t k)
+{
+    if (lay->v <= 1 || lay->p <= 1 || lay->sched != APS_PP_1F1B || k < 0 ||
+        k >= lay->v)
+        return aps_layout_inflight(lay, i);
+    /* the walk's held count with weight 1 on chunk k alone: its most
+     * micro-batches held at any point of the rank's ops */
+    double w[APS_MAX_STAGES];
+    for (int64_t j = 0; j < lay->v; j++)
+        w[j] = j == k ? 1.0 : 0.0;
+    return aps_schedule_inflight(lay->p, lay->v, lay->m, lay->g, i, w);
+}
+
 /** Ranks between consecutive pipeline ranks: tp x cp x fsdp x dp (the
  *  tp-cp-fsdp-dp-pp order, pp outermost). */
 static int64_t pp_stride(const aps_strategy *s)

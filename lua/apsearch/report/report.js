@@ -687,6 +687,9 @@
 
   // 8. step time of the top-k as the inter-node bandwidth is scaled
   var bw = D.sensitivity;
+  // the colours of ECharts' default palette, and the symbols of each lap
+  // through it
+  var RANK_PALETTE = 9, RANK_SYMBOLS = ['emptyCircle', 'triangle', 'rect'];
   chart('chart8', !!(bw && bw.series && bw.series.length), function () {
     return Object.assign({
       title: { text: '8. Step time vs inter-node bandwidth',
@@ -706,8 +709,13 @@
       grid: { left: 60, right: 30, top: 80, bottom: 60 },
       xAxis: { type: 'category', name: 'bandwidth', data: bw.factors.map(function (x) { return 'x' + x; }) },
       yAxis: { type: 'value', name: 'step time (s)', scale: true },
-      series: bw.series.map(function (s) {
-        return { name: rankLabel(s.rank), type: 'line', symbolSize: 7, data: s.step_time };
+      // ECharts' palette has 9 colours: ranks past it keep a colour of
+      // their own by their line's dash and symbol (#10 is not #1)
+      series: bw.series.map(function (s, i) {
+        var lap = Math.floor(i / RANK_PALETTE);
+        return { name: rankLabel(s.rank), type: 'line', symbolSize: 7, data: s.step_time,
+          symbol: RANK_SYMBOLS[lap % RANK_SYMBOLS.length],
+          lineStyle: { type: lap === 0 ? 'solid' : lap === 1 ? 'dashed' : 'dotted' } };
       })
     }, animation);
   });

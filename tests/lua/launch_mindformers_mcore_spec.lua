@@ -201,3 +201,16 @@ describe("MindFormers' use_legacy False models (issue 25)", function()
       mc(text, "untie_embeddings_and_output_weights") })
   end)
 end)
+
+describe("MindFormers offsets of a split it cannot express", function()
+  it("are an even fill summing to layers mod (p x v), so that LayerSetting loads the file", function()
+    -- Llama 3.1 405B's 126 layers over 16 x 2 chunks (a ZBV split, V order):
+    -- 126 mod 32 = 30, one more layer to the last 15 chunks of each row
+    local off = mindspore.even_fill_offset(16, 2, 30)
+    local row = { 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }
+    assert.are.same({ row, row }, off)
+    -- an odd remainder: the extra layer to the last row
+    assert.are.same({ { 0, 0, 1, 1 }, { 0, 1, 1, 1 } }, mindspore.even_fill_offset(4, 2, 5))
+    assert.are.same({ 0, 1, 1, 1 }, mindspore.even_fill_offset(4, 1, 3))
+  end)
+end)

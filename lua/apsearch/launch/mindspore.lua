@@ -452,6 +452,27 @@ M.ASCEND_ONLY = "MindFormers runs on Ascend NPUs only (context.device_target \"A
   "is of %s, so this file carries the layout (parallel degrees, stages, recompute), not the estimated step " ..
   "time or memory"
 
+--- The offsets of an even fill: the remainder rem of the layers over
+-- p x v chunks, one more layer each to the last chunks of the rows, row
+-- by row from the last (a sum of rem, as LayerSetting requires).
+-- @tparam integer pp pipeline stages
+-- @tparam integer vpp chunks per stage
+-- @tparam integer rem layers mod (pp x vpp), 0 < rem < pp x vpp
+-- @treturn table offset, pp entries (vpp = 1) or vpp rows of pp
+function M.even_fill_offset(pp, vpp, rem)
+  local rows = {}
+  for k = 1, vpp do
+    rows[k] = {}
+    for i = 1, pp do rows[k][i] = 0 end
+  end
+  local per_row, extra = rem // vpp, rem % vpp
+  for k = 1, vpp do
+    local n = per_row + ((vpp - k) < extra and 1 or 0)
+    for i = pp - n + 1, pp do rows[k][i] = 1 end
+  end
+  return vpp == 1 and rows[1] or rows
+end
+
 --- model_config.offset: LayerSetting gives chunk (v, i) L // (p v) +
 -- offset[v][i] layers (a 1-D offset is broadcast over the chunks), the
 -- sum of the offsets being L mod (p v), where L counts DeepSeek-V3's MTP
@@ -492,8 +513,15 @@ function M.offset_key(c, fam, K, N)
     N("NOT EXPRESSIBLE in MindFormers", string.format("%d model chunks (pipeline_stage %d x pp_interleave_num %d) " ..
       "for %d layers: MindFormers needs num_layers >= pipeline_stage x pp_interleave_num", pp * vpp, pp, vpp, L))
   elseif sum ~= Ls then
+    -- LayerSetting refuses offsets that do not sum to Ls mod (p v)
+    -- (mindformers/models/utils.py:598-600): an even fill, the remainder
+    -- one layer each to the last chunks of every row, so the file loads
+    local rem = Ls % (pp * vpp)
     N("NOT EXPRESSIBLE in MindFormers", "the split " .. table.concat(layers, ":") ..
-      " into " .. vpp .. " model chunks per rank is not known")
+      " into " .. vpp .. " model chunks per rank is not known" ..
+      (rem > 0 and "; the offset written is an even fill of the " .. Ls .. " layers, which MindFormers loads, "
+        .. "not the estimated split" or ""))
+    if rem > 0 then off = M.even_fill_offset(pp, vpp, rem) end
   elseif uneven and vpp == 1 then
     off = {}
     for i = 1, pp do off[i] = chunks[i] - base end

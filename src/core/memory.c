@@ -515,13 +515,46 @@ void aps_recompute_groups(const aps_strategy *s, const aps_layout *lay,
  *  (2) with the transformer layer, whose own input is then not kept. */
 #define APS_MTP_RECOMPUTED_HIDDEN 2.0
 
+/** Micro-batches whose activations rank i holds at its peak, per kind of
+ *  tensor.  `rank`: the rank's decoder layers' (aps_layout_inflight, each
+ *  chunk by its share of them; reported as st->inflight_microbatches);
+ *  `last`: its last model chunk's (aps_layout_chunk_inflight: one or two
+ *  under interleaved 1F1B, which runs a last-chunk forward's backward
+ *  next), for the tensors of that chunk alone -- the MTP depths' layers,
+ *  the final norm's and the output layer's inputs (0 on other ranks);
+ *  `all` and `kept`: the two weighted by layers (MTP layers at `last`),
+ *  over all layers (for the recomputed layers' inputs) and over the layers
+ *  that keep their activations (for the kept sets, which the MoE terms
+ *  read too: moe.c aps_moe_stage_memory). */
+typedef struct {
+    double rank, last, all, kept;
+} stage_inflight;
+
+static void stage_inflight_counts(const aps_layout *lay, int64_t i,
+                                  stage_inflight *c)
+{
+    c->rank = c->all = c->kept = aps_layout_inflight(lay, i);
+    c->last = i == lay->p - 1 ? aps_layout_chunk_inflight(lay, i, lay->v - 1)
+                              : 0.0;
+    double mtp_l = (double)aps_layout_mtp_layers(lay, i);
+    if (!(mtp_l > 0))
+        return;
+    double main_l = (double)lay->layers[i];
+    double mtp_k = lay->mtp_recompute ? 0.0 : mtp_l;
+    double main_k = main_l - (double)lay->recompute[i];
+    if (main_k + mtp_k > 0)
+        c->kept = (main_k * c->rank + mtp_k * c->last) / (main_k + mtp_k);
+    c->all = (main_l * c->rank + mtp_l * c->last) / (main_l + mtp_l);
+}
+
 /** Activations held by rank i at its peak: in-flight micro-batches times
- *  the rank's saved activations per micro-batch, plus the transient of
- *  recompute; sets st->inflight_microbatches. */
+ *  the rank's saved activations per micro-batch (stage_inflight_counts),
+ *  plus the transient of recompute; sets st->inflight_microbatches and
+ *  *kept_inflight (the count of the sets its kept layers save). */
 static double stage_activations(const aps_model *m, const aps_training *t,
                                 const aps_strategy *s, const aps_layout *lay,
                                 const aps_layer_cost *lc, int64_t i,
-                                aps_stage_estimate *st)
+                                aps_stage_estimate *st, double *kept_inflight)
 {
     double sbh_rep = hidden_bytes_rep(m, s, lay);
     double layers = (double)aps_layout_run_layers(lay, i);
@@ -559,27 +592,10 @@ static double stage_activations(const aps_model *m, const aps_training *t,
      * the groups that stay (offload.c) */
     double off_margin;
     per_mb -= aps_offload_stage_bytes(m, t, s, lay, lc, i, &off_margin);
-    double inflight = aps_layout_inflight(lay, i);
-    /* the MTP depths' layers run in the last model chunk: their tensors
-     * are held for its micro-batches in flight (last_inflight), the rank's
-     * other layers' for the rank's.  Counts weighted by layers: by those
-     * that keep their activations for the kept sets (which the MoE terms
-     * read too, moe.c aps_moe_stage_memory), by all for the rest
-     * (recomputed layers' inputs) */
-    double last_inflight = i == lay->p - 1
-        ? aps_layout_chunk_inflight(lay, i, lay->v - 1) : 0.0;
-    double inflight_kept = inflight;
-    double mtp_l = (double)aps_layout_mtp_layers(lay, i);
-    if (mtp_l > 0) {
-        double main_l = (double)lay->layers[i];
-        double mtp_k = lay->mtp_recompute ? 0.0 : mtp_l;
-        double main_k = main_l - (double)lay->recompute[i];
-        if (main_k + mtp_k > 0)
-            inflight_kept = (main_k * inflight + mtp_k * last_inflight) /
-                            (main_k + mtp_k);
-        inflight = (main_l * inflight + mtp_l * last_inflight) / (main_l + mtp_l);
-    }
-    st->inflight_microbatches = inflight_kept;
+    stage_inflight n;
+    stage_inflight_counts(lay, i, &n);
+    *kept_inflight = n.kept;
+    st->inflight_microbatches = n.rank;
     /* Full recompute: while a layer is recomputed its whole activation set
      * is alive once more (the transient peak of the backward); of a group
      * of several, the largest kind the rank holds and the rest as its mean
@@ -600,8 +616,8 @@ static double stage_activations(const aps_model *m, const aps_training *t,
      * its MoE and MLA parts in moe.c aps_moe_stage_memory */
     if (t->overlap_moe_expert_parallel_comm && layers > rc)
         transient += per_layer;
-    return inflight_kept * per_mb_kept + inflight * per_mb + last_inflight * last_mb +
-           off_margin + transient;
+    return n.kept * per_mb_kept + n.all * per_mb + n.last * last_mb + off_margin +
+           transient;
 }
 
 double aps_gathered_param_bytes(const aps_training *t, double gathered,
@@ -867,13 +883,14 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     st->params = psi;
     st->expert_params = 0.0; /* aps_moe_stage_memory */
     aps_model_states(t, plan, psi, matmul_psi, mem);
-    mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st) +
+    double kept_inflight;
+    mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st,
+                                                 &kept_inflight) +
                                full_graph_inputs(t, s, lay, i);
     if (i == lay->p - 1)
         mem[APS_MEM_LOGITS_LOSS] = logits_loss_bytes(m, t, lay);
     comm_buffers(m, t, s, lay, plan, i, psi, mem);
-    aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i,
-                         st->inflight_microbatches, st);
+    aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i, kept_inflight, st);
     mem[APS_MEM_WORKSPACES] = te_workspaces(m, c, t, s, lay);
 
     allocator_peaks(c, t, nccl_bytes(m, c, t, s, plan, lay, i), st);

@@ -496,6 +496,26 @@ local function not_modelled(file, key, why, v)
   error(("NotImplemented: %s: %s: %s (got %s)"):format(file, key, why, util.describe(v)), 0)
 end
 
+--- The config keys that set a weight's count or shape: taken from a
+-- config class's default (a config.json that leaves one out), they change
+-- the parameter count, so a load says which (M.load's note).  The keys a
+-- model's own note already names (num_key_value_heads) are left out.
+M.COUNT_KEYS = {}
+for _, k in ipairs({ "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                     "num_attention_heads", "moe_intermediate_size", "shared_expert_intermediate_size",
+                     "moe_num_experts", "num_experts", "n_routed_experts", "num_local_experts",
+                     "moe_num_shared_experts", "n_shared_experts", "num_shared_experts", "moe_k",
+                     "num_experts_per_tok", "moe_topk", "first_k_dense_replace", "moe_layer_freq",
+                     "moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval",
+                     "decoder_sparse_step", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+                     "qk_rope_head_dim", "v_head_dim" }) do
+  M.COUNT_KEYS[k] = true
+end
+
+-- During M.load's build: the M.COUNT_KEYS with_defaults filled, key ->
+-- value (nil outside a load).
+local shape_defaults
+
 -- cfg with every absent or null key of `defaults` filled in: the
 -- defaults transformers' config class gives a key a config.json leaves out.
 local function with_defaults(cfg, defaults)
@@ -505,6 +525,17 @@ local function with_defaults(cfg, defaults)
     if is_null(t[k]) then t[k] = v end
   end
   return t
+end
+
+-- with_defaults for a language model's config class defaults (a
+-- M.<FAMILY>_DEFAULTS table): the M.COUNT_KEYS it fills are noted.
+local function class_defaults(cfg, defaults)
+  for k, v in pairs(defaults) do
+    if shape_defaults and M.COUNT_KEYS[k] and type(v) == "number" and is_null(cfg[k]) then
+      shape_defaults[k] = v
+    end
+  end
+  return with_defaults(cfg, defaults)
 end
 
 --- Refuses a null among `keys` of a config whose class has no use for
@@ -1552,7 +1583,7 @@ M.YOUTU_DEFAULTS = {
 -- embeddings by default. YoutuConfig removes DeepSeek-V3's MoE and MTP
 -- keys: a config that still has them gets none.
 function builders.youtu(_, cfg, file)
-  local c = with_defaults(cfg, M.YOUTU_DEFAULTS)
+  local c = class_defaults(cfg, M.YOUTU_DEFAULTS)
   if cfg.q_lora_rank == cjson.null then c.q_lora_rank = nil end -- q_proj
   return mla_layer(reader(c, file), c, file)
 end
@@ -1620,7 +1651,7 @@ M.N_ROUTED_ALIASES = { num_local_experts = "n_routed_experts" }
 -- by routed_scaling_factor. No MTP module, no moe_layer_freq, no
 -- scoring_func or topk_method: the class reads none of them.
 function builders.mistral4(_, cfg, file, notes, extra)
-  local c = with_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.MISTRAL4_DEFAULTS)
+  local c = class_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.MISTRAL4_DEFAULTS)
   if cfg.q_lora_rank == cjson.null then c.q_lora_rank = nil end -- q_proj
   if is_null(cfg.rope_parameters) and is_null(cfg.rope_scaling) and is_null(cfg.rope_theta) then
     c.rope_parameters = M.MISTRAL4_ROPE
@@ -1699,7 +1730,7 @@ M.SOLAR_OPEN_DEFAULT_THETA = 1000000.0
 -- whatever a config.json says; Megatron's unused --ffn-hidden-size is
 -- written as the expert width.
 function builders.solar_open(_, cfg, file)
-  local c = with_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.SOLAR_OPEN_DEFAULTS)
+  local c = class_defaults(with_aliases(cfg, M.N_ROUTED_ALIASES), M.SOLAR_OPEN_DEFAULTS)
   c.intermediate_size = c.moe_intermediate_size
   local m = builders.glm4_moe(reader(c, file), c, file)
   m.rope_theta = M.SOLAR_OPEN_DEFAULT_THETA -- numerics keeps a config's own
@@ -1718,7 +1749,7 @@ M.GLM4V_MOE_TEXT_DEFAULTS = { attention_bias = true }
 -- RoPE on `partial_rotary_factor` of each head (apply_rotary_pos_emb of
 -- GPT-NeoX: the two halves, as GLM-4.5's).
 function builders.glm4v_moe_text(_, cfg, file)
-  local c = with_defaults(cfg, M.GLM4V_MOE_TEXT_DEFAULTS)
+  local c = class_defaults(cfg, M.GLM4V_MOE_TEXT_DEFAULTS)
   c.use_qk_norm = nil
   return builders.glm4_moe(reader(c, file), c, file)
 end
@@ -2128,7 +2159,7 @@ M.FLEX_OLMO_DEFAULT_THETA = 500000.0
 -- Olmo2Attention's) with OLMo 2's norms after attention and MLP
 -- (FlexOlmoDecoderLayer: reordered_norm).
 function builders.flex_olmo(_, cfg, file, notes)
-  local c = with_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.FLEX_OLMO_DEFAULTS)
+  local c = class_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.FLEX_OLMO_DEFAULTS)
   local m = builders.olmoe(reader(c, file), c, file, notes)
   m.reordered_norm = true
   m.rope_theta = M.FLEX_OLMO_DEFAULT_THETA -- numerics keeps a config's own
@@ -2293,7 +2324,7 @@ M.GLM4V_TEXT_DEFAULTS = { num_key_value_heads = 2 }
 -- every dim) in interleaved pairs; its multimodal RoPE sections
 -- (mrope_section) rotate text tokens as 1-D RoPE.
 function builders.glm4v_text(_, cfg, file)
-  local c = with_defaults(cfg, M.GLM4V_TEXT_DEFAULTS)
+  local c = class_defaults(cfg, M.GLM4V_TEXT_DEFAULTS)
   c.head_dim, c.attention_bias = nil, true
   local m = glm_layer(reader(c, file), c, file, 4, "GLM-4.1V's SwiGLU MLP")
   m.head_dim = nil
@@ -2311,7 +2342,7 @@ M.GLM_DEFAULTS = { num_key_value_heads = 2 }
 -- LlamaDecoderLayer's two RMSNorms per layer (input_layernorm,
 -- post_attention_layernorm); untied by default.
 function builders.glm(_, cfg, file)
-  local c = with_defaults(cfg, M.GLM_DEFAULTS)
+  local c = class_defaults(cfg, M.GLM_DEFAULTS)
   return glm_layer(reader(c, file), c, file, 2, "GLM's SwiGLU MLP")
 end
 
@@ -2328,7 +2359,7 @@ M.HELIUM_DEFAULTS = { head_dim = 128, num_key_value_heads = 20, rope_theta = 100
 -- (rotary_interleaved); untied by default.
 function builders.helium(_, raw, file)
   require_silu(raw, file, "Helium's SwiGLU MLP")
-  local c = with_defaults(raw, M.HELIUM_DEFAULTS)
+  local c = class_defaults(raw, M.HELIUM_DEFAULTS)
   local r = reader(c, file)
   local m = llama_like(r, c, file, {})
   if m.num_attention_heads * m.head_dim ~= m.hidden_size then
@@ -2434,7 +2465,7 @@ end
 -- but each `sliding_window_pattern`-th) and RoPE on those only
 -- (Cohere2Attention: the global layers NoPE).
 function builders.cohere2(r, cfg, file, notes)
-  local c = with_defaults(cfg, M.COHERE2_DEFAULTS)
+  local c = class_defaults(cfg, M.COHERE2_DEFAULTS)
   if cfg.sliding_window == cjson.null then c.sliding_window = nil end
   r = reader(c, file)
   local m = cohere_layer(r, c, file, notes, "Cohere2's SwiGLU MLP")
@@ -2454,7 +2485,7 @@ M.COHERE_DEFAULTS = { tie_word_embeddings = true, logit_scale = 0.0625, use_qk_n
 -- head_dim and num_key_value_heads x head_dim) -> qk_norm with
 -- qk_norm_head_weights.
 function builders.cohere(r, cfg, file, notes)
-  local c = with_defaults(cfg, M.COHERE_DEFAULTS)
+  local c = class_defaults(cfg, M.COHERE_DEFAULTS)
   r = reader(c, file)
   local m = cohere_layer(r, c, file, notes, "Cohere's SwiGLU MLP")
   if r.bool("use_qk_norm") then m.qk_norm, m.qk_norm_head_weights = true, true end
@@ -2613,7 +2644,7 @@ M.JAIS2_DEFAULTS = {
 -- squared ReLU) and two nn.LayerNorm (weight and bias) a layer plus the
 -- final one, epsilon `layer_norm_eps`; untied.
 function builders.jais2(_, cfg, file)
-  local c = with_defaults(cfg, M.JAIS2_DEFAULTS)
+  local c = class_defaults(cfg, M.JAIS2_DEFAULTS)
   local r = reader(c, file)
   local m = relu2_mlp(llama_layer(r, c, file, { own_activation = true }), r, c, file, "Jais2MLP's squared ReLU")
   m.norm, m.norm_bias = "layernorm", true
@@ -2636,7 +2667,7 @@ M.NANOCHAT_DEFAULTS = {
 -- projections without bias (NanoChatMLP fc1, fc2), the logits
 -- soft-capped (final_logit_softcapping, null: none); untied.
 function builders.nanochat(_, cfg, file, notes)
-  local c = with_defaults(cfg, M.NANOCHAT_DEFAULTS)
+  local c = class_defaults(cfg, M.NANOCHAT_DEFAULTS)
   if cfg.final_logit_softcapping == cjson.null then c.final_logit_softcapping = nil end
   local r = reader(c, file)
   local m = relu2_mlp(llama_layer(r, c, file, { own_activation = true }), r, c, file, "NanoChatMLP's squared ReLU")
@@ -2695,7 +2726,7 @@ M.MINISTRAL_DEFAULTS = { vocab_size = 32000, hidden_size = 4096, intermediate_si
 -- layers of `layer_types` (absent: every layer when there is a window,
 -- MinistralConfig.__init__).
 function builders.ministral(_, cfg, file)
-  local c = with_defaults(cfg, M.MINISTRAL_DEFAULTS)
+  local c = class_defaults(cfg, M.MINISTRAL_DEFAULTS)
   if cfg.sliding_window == cjson.null then c.sliding_window = nil end
   if cfg.num_key_value_heads == cjson.null then c.num_key_value_heads = nil end
   local r = reader(c, file)
@@ -2728,7 +2759,7 @@ M.CWM_ROPE = { rope_theta = 1000000.0, factor = 16.0, high_freq_factor = 4.0, lo
 -- layer of each four full -- no period counts that way, so the layout
 -- is kept: sliding_window_layout).
 function builders.cwm(_, cfg, file, _, extra)
-  local c = with_defaults(cfg, M.CWM_DEFAULTS)
+  local c = class_defaults(cfg, M.CWM_DEFAULTS)
   if cfg.sliding_window == cjson.null or cfg.sliding_window == 0 then c.sliding_window = nil end
   if is_null(cfg.rope_parameters) and is_null(cfg.rope_scaling) and is_null(cfg.rope_theta) then
     c.rope_parameters = M.CWM_ROPE
@@ -2763,7 +2794,7 @@ M.ERNIE45_DEFAULTS = { head_dim = 128, num_key_value_heads = 2, tie_word_embeddi
 -- the even and odd dims, rotary_interleaved); tied by default.
 function builders.ernie4_5(_, cfg, file)
   require_silu(cfg, file, "ERNIE 4.5's SwiGLU MLP")
-  local c = with_defaults(cfg, M.ERNIE45_DEFAULTS)
+  local c = class_defaults(cfg, M.ERNIE45_DEFAULTS)
   if cfg.num_key_value_heads == cjson.null then c.num_key_value_heads = nil end
   local r = reader(c, file)
   local m = llama_like(r, c, file, { tied = true })
@@ -2814,7 +2845,7 @@ end
 -- of `sliding_window` (null: none) on every layer; tied by default;
 -- dropout by `residual_dropout`, `embedding_dropout`, `attention_dropout`.
 function builders.starcoder2(_, cfg, file, notes)
-  local c = with_defaults(cfg, M.STARCODER2_DEFAULTS)
+  local c = class_defaults(cfg, M.STARCODER2_DEFAULTS)
   local r = reader(c, file)
   local m = gelu_mlp(window(llama_like(r, c, file, { own_activation = true }), r), c, file, notes, "gelu_pytorch_tanh",
     "Starcoder2MLP's two matrices are priced with GELU")
@@ -2839,7 +2870,7 @@ M.GPT_BIGCODE_DEFAULTS = { multi_query = true, activation_function = "gelu_pytor
 -- `add_cross_attention` (an encoder-decoder's cross-attention blocks in
 -- every layer) is refused.
 function builders.gpt_bigcode(r, raw, file, notes)
-  local cfg = with_defaults(raw, M.GPT_BIGCODE_DEFAULTS)
+  local cfg = class_defaults(raw, M.GPT_BIGCODE_DEFAULTS)
   r = reader(cfg, file)
   if r.bool("add_cross_attention", false) then
     util.fail(file, "add_cross_attention", "expected false (cross-attention to an encoder is not modelled)", true)
@@ -2865,7 +2896,7 @@ M.GPTJ_DEFAULTS = { tie_word_embeddings = false, activation_function = "gelu_new
 -- no position table; the lm_head has a bias (lm_head_bias); untied by
 -- default.
 function builders.gptj(_, raw, file, notes)
-  local cfg = with_defaults(raw, M.GPTJ_DEFAULTS)
+  local cfg = class_defaults(raw, M.GPTJ_DEFAULTS)
   if raw.rotary_dim == cjson.null then cfg.rotary_dim = nil end
   local r = reader(cfg, file)
   local m = gelu_mlp(builders.gpt2(r, cfg, file), cfg, file, notes, nil, "GPTJMLP's fc_in and fc_out are priced " ..
@@ -2916,7 +2947,7 @@ M.FALCON_NEW_ARCH_NORMS = 2
 -- LayerNorms always with bias; RoPE (rotate_half); tied by default.
 -- `alibi` (Falcon-RW) is refused.
 function builders.falcon(_, raw, file, notes)
-  local cfg = with_defaults(with_aliases(raw, M.FALCON_ALIASES), M.FALCON_DEFAULTS)
+  local cfg = class_defaults(with_aliases(raw, M.FALCON_ALIASES), M.FALCON_DEFAULTS)
   local r = reader(cfg, file)
   if r.bool("alibi") then
     error(("NotImplemented: %s: alibi: Falcon-RW's ALiBi attention is not modelled for Falcon (its launch files " ..
@@ -3120,7 +3151,7 @@ end
 --   lightning-attention layers, a shared expert, or a value of
 --   M.MINIMAX_M2_FIXED transformers does not implement
 function builders.minimax_m2(_, cfg, file, notes)
-  local t = with_defaults(cfg, M.MINIMAX_M2_DEFAULTS)
+  local t = class_defaults(cfg, M.MINIMAX_M2_DEFAULTS)
   local r = reader(t, file)
   local m = llama_like(r, t, file, {})
   minimax_attention_types(cfg.attn_type_list, m.num_layers, file)
@@ -3207,7 +3238,7 @@ function builders.minimax(_, cfg, file, notes)
   -- int): a null one is no value, not its default
   refuse_nulls(cfg, { "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
     "num_experts_per_tok", "num_local_experts", "block_size" }, file, "MiniMaxConfig")
-  local t = with_defaults(cfg, M.MINIMAX_DEFAULTS)
+  local t = class_defaults(cfg, M.MINIMAX_DEFAULTS)
   local r = reader(t, file)
   local m = llama_like(r, t, file, {})
   if count(t, "shared_intermediate_size", 0, file) > 0 then
@@ -3308,7 +3339,7 @@ function builders.jamba(_, raw, file, notes, extra)
     util.fail(file, "num_local_experts", "expected num_experts (JambaConfig reads one as the other)",
       raw.num_local_experts)
   end
-  local cfg = with_defaults(with_aliases(raw, { num_local_experts = "num_experts" }), M.JAMBA_DEFAULTS)
+  local cfg = class_defaults(with_aliases(raw, { num_local_experts = "num_experts" }), M.JAMBA_DEFAULTS)
   -- JambaConfig: a None num_key_value_heads is num_attention_heads
   if raw.num_key_value_heads == cjson.null then cfg.num_key_value_heads = cfg.num_attention_heads end
   local r = reader(cfg, file)
@@ -3462,7 +3493,7 @@ end
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`
 function builders.glm4_moe_lite(_, cfg, file)
-  local t = with_defaults(cfg, M.GLM4_MOE_LITE_DEFAULTS)
+  local t = class_defaults(cfg, M.GLM4_MOE_LITE_DEFAULTS)
   local m = deepseek(reader(t, file), t, file, true)
   return numerics(glm4_moe_lite_dense(m, t, file), t, file)
 end
@@ -3507,7 +3538,7 @@ M.EXAONE_MOE_DEFAULTS = {
 -- The checkpoint's MTP weights (mtp.*) are skipped by transformers: not
 -- counted; per-layer swiglu_limits are noted.
 function builders.exaone_moe(_, cfg, file, notes)
-  local c = with_defaults(cfg, M.EXAONE_MOE_DEFAULTS)
+  local c = class_defaults(cfg, M.EXAONE_MOE_DEFAULTS)
   local r = reader(c, file)
   local m = builders.exaone4(r, c, file, notes)
   m.reordered_norm = nil
@@ -3603,7 +3634,7 @@ M.HY_V3_FIXED = {
 --   value of M.HY_V3_FIXED the classes do not implement
 function builders.hy_v3(_, cfg, file, notes, extra)
   refuse_nulls(cfg, M.HY_V3_NOT_NULL, file, "HYV3Config")
-  local c = with_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.HY_V3_DEFAULTS)
+  local c = class_defaults(with_aliases(cfg, { num_local_experts = "num_experts" }), M.HY_V3_DEFAULTS)
   nonneg(c, "router_scaling_factor", file)
   if count(c, "num_shared_experts", 0, file) == 0 then
     not_modelled(file, "num_shared_experts", "no shared expert: transformers' HYV3MoE then builds " ..
@@ -3712,7 +3743,7 @@ function builders.sarvam_moe(_, cfg, file, _, extra)
   local c = with_aliases(cfg, M.SARVAM_MOE_ALIASES)
   strip_deepseek_router_keys(c, { n_group = true, topk_group = true, norm_topk_prob = true,
                                   routed_scaling_factor = true })
-  c = with_defaults(c, M.SARVAM_MOE_DEFAULTS)
+  c = class_defaults(c, M.SARVAM_MOE_DEFAULTS)
   local r = reader(c, file)
   local m = llama_like(r, c, file, {})
   local ab = r.bool("attention_bias", false)
@@ -3772,7 +3803,7 @@ function builders.sarvam_mla(_, cfg, file, notes, extra)
       "SarvamMLAConfig drops it, and the heads are qk_nope_head_dim + qk_rope_head_dim wide", util.describe(c.head_dim))
   end
   c.head_dim, c.q_head_dim = nil, nil
-  c = with_defaults(c, M.SARVAM_MLA_DEFAULTS)
+  c = class_defaults(c, M.SARVAM_MLA_DEFAULTS)
   c.rope_scaling, c.rope_parameters = deepseek_yarn_as_yarn(c.rope_scaling), deepseek_yarn_as_yarn(c.rope_parameters)
   extra.own_numerics = true
   return numerics(deepseek(reader(c, file), c, file, true), c, file)
@@ -4229,7 +4260,7 @@ end
 -- @ 351f643a Gemma4TextConfig).  Its numerics are its own (the RoPE per
 -- layer type): info.own_numerics.
 local function gemma4_text(cfg, file, notes, extra)
-  local t = with_defaults(cfg, M.GEMMA4_TEXT_DEFAULTS)
+  local t = class_defaults(cfg, M.GEMMA4_TEXT_DEFAULTS)
   local r = reader(t, file)
   gemma4_refusals(r, t, file, notes)
   local m = llama_like(r, t, file, { tied = true, norms_per_layer = M.GEMMA4_NORMS, own_activation = true })
@@ -4460,7 +4491,7 @@ end
 -- other layers a dense MLP of intermediate_size_mlp; RMSNorms; no
 -- weights for the L2 Q/K norms.
 local function llama4_text(cfg, file, notes)
-  local t = with_defaults(cfg, M.LLAMA4_TEXT_DEFAULTS)
+  local t = class_defaults(cfg, M.LLAMA4_TEXT_DEFAULTS)
   local r = reader(t, file)
   local m = llama_like(r, t, file, {})
   m.ffn_hidden_size = r.int("intermediate_size_mlp")
@@ -4556,7 +4587,7 @@ M.SMOLLM3_DEFAULTS = {
 -- @raise `<file>: <key>: <problem> (got <value>)`; NotImplemented for
 --   sliding-window layers and NoPE layers that are not every k-th layer
 function builders.smollm3(_, cfg, file)
-  local t = with_defaults(cfg, M.SMOLLM3_DEFAULTS)
+  local t = class_defaults(cfg, M.SMOLLM3_DEFAULTS)
   local r = reader(t, file)
   local m = builders.llama(r, t, file)
   local L = m.num_layers
@@ -4741,7 +4772,7 @@ function builders.nemotron_h(_, raw, file, notes)
   if is_null(raw.head_dim) and not is_null(raw.attention_head_dim) then
     cfg.head_dim, key.head_dim = raw.attention_head_dim, "attention_head_dim"
   end
-  cfg = with_defaults(cfg, M.NEMOTRON_H_DEFAULTS)
+  cfg = class_defaults(cfg, M.NEMOTRON_H_DEFAULTS)
   local function int(k) return config_int(cfg[k], 1, file, key[k]) end
   local pattern, pkey = nemotron_h_pattern(cfg, file)
   if not is_null(cfg.num_hidden_layers) and int("num_hidden_layers") ~= #pattern then
@@ -4843,7 +4874,7 @@ end
 -- top-k softmax router).  Positions: `position_embedding_type` nope (the
 -- H models) or rope.  Granite's multipliers: mup_multipliers.
 function builders.granitemoehybrid(_, raw, file, notes)
-  local cfg = with_defaults(raw, M.GRANITE_HYBRID_DEFAULTS)
+  local cfg = class_defaults(raw, M.GRANITE_HYBRID_DEFAULTS)
   local r = reader(cfg, file)
   local lt = cfg.layer_types
   if is_null(lt) then lt = cfg.layers_block_type end
@@ -4890,7 +4921,7 @@ function builders.bamba(_, raw, file, notes)
     util.fail(file, "partial_rotary_factor", ("expected %s or absent (BambaConfig sets it to %s)"):format(
       M.BAMBA_ROTARY_FRACTION, M.BAMBA_ROTARY_FRACTION), raw.partial_rotary_factor)
   end
-  local cfg = with_defaults(raw, M.BAMBA_DEFAULTS)
+  local cfg = class_defaults(raw, M.BAMBA_DEFAULTS)
   cfg.attention_bias = false
   local r = reader(cfg, file)
   local L, h = r.int("num_hidden_layers"), r.int("hidden_size")
@@ -4960,7 +4991,7 @@ function builders.mamba2(_, raw, file, notes, extra)
   refuse_nulls(raw, { "hidden_size", "num_hidden_layers", "num_heads", "head_dim", "state_size", "n_groups",
     "conv_kernel", "chunk_size", "expand", "vocab_size", "hidden_act", "use_conv_bias" }, file, "Mamba2Config")
   extra.config_keys = M.MAMBA2_CONFIG_KEYS
-  local cfg = with_defaults(raw, M.MAMBA2_DEFAULTS)
+  local cfg = class_defaults(raw, M.MAMBA2_DEFAULTS)
   local r = reader(cfg, file)
   local h, nh, P = r.int("hidden_size"), r.int("num_heads"), r.int("head_dim")
   local expand = cfg.expand
@@ -5042,7 +5073,7 @@ function builders.falcon_h1(_, raw, file, notes, extra)
     util.fail(file, "attn_layer_indices", "expected null (FalconH1Config runs attention on every layer)",
       raw.attn_layer_indices)
   end
-  local cfg = with_defaults(raw, M.FALCON_H1_DEFAULTS)
+  local cfg = class_defaults(raw, M.FALCON_H1_DEFAULTS)
   -- FalconH1Config: a null num_key_value_heads is num_attention_heads
   if raw.num_key_value_heads == cjson.null then cfg.num_key_value_heads = cfg.num_attention_heads end
   local r = reader(cfg, file)
@@ -5258,7 +5289,7 @@ local function olmo_hybrid_layers(m, lt, L, file)
 end
 
 function builders.olmo_hybrid(_, cfg, file, notes, extra)
-  local c = with_defaults(cfg, M.OLMO_HYBRID_DEFAULTS)
+  local c = class_defaults(cfg, M.OLMO_HYBRID_DEFAULTS)
   local L = config_int(c.num_hidden_layers, 1, file, "num_hidden_layers")
   if is_null(c.layer_types) then
     local k, t, full = M.OLMO_HYBRID_FULL_EVERY, {}, false
@@ -5933,7 +5964,7 @@ function builders.lfm2_moe(_, cfg, file, notes, extra)
     util.fail(file, "layer_types", "required key is missing: Lfm2MoeDecoderLayer indexes config.layer_types " ..
       "(Lfm2MoeConfig has no full_attn_idxs)", nil)
   end
-  local t = with_defaults(cfg, M.LFM2_MOE_DEFAULTS)
+  local t = class_defaults(cfg, M.LFM2_MOE_DEFAULTS)
   lfm2_tie(cfg, t, file)
   local r = reader(t, file)
   local m = llama_like(r, t, file, { own_activation = true, tied = true })
@@ -5994,7 +6025,7 @@ M.QWEN3_OMNI_TEXT_DEFAULTS = { vocab_size = 3584, hidden_size = 2048, intermedia
 -- file gives as 0, builds nothing there (Qwen3MoeSparseMoeBlock has no
 -- shared expert).
 function builders.qwen3_omni_moe_text(_, cfg, file)
-  local c = with_defaults(cfg, M.QWEN3_OMNI_TEXT_DEFAULTS)
+  local c = class_defaults(cfg, M.QWEN3_OMNI_TEXT_DEFAULTS)
   c.use_sliding_window, c.sliding_window, c.max_window_layers, c.layer_types = false, nil, nil, nil
   return builders.qwen3_moe(reader(c, file), c, file)
 end
@@ -6048,7 +6079,7 @@ M.ERNIE45_MOE_KEYS = { num_experts = "moe_num_experts", experts_per_token = "moe
 function builders.ernie4_5_moe(_, cfg, file, notes, extra)
   extra.config_keys = M.ERNIE45_MOE_KEYS
   require_silu(cfg, file, "ERNIE 4.5's SwiGLU experts and MLP")
-  local c = with_defaults(cfg, M.ERNIE45_MOE_DEFAULTS)
+  local c = class_defaults(cfg, M.ERNIE45_MOE_DEFAULTS)
   for alias, key in pairs({ num_experts = "moe_num_experts", num_experts_per_tok = "moe_k" }) do
     if is_null(cfg[key]) and not is_null(cfg[alias]) then c[key] = cfg[alias] end
   end
@@ -6743,7 +6774,7 @@ end
 -- @treturn table model table
 -- @raise `<file>: <key>: <problem> (got <value>)`
 function builders.laguna(_, cfg, file, notes, extra)
-  local t = with_defaults(cfg, M.LAGUNA_DEFAULTS)
+  local t = class_defaults(cfg, M.LAGUNA_DEFAULTS)
   local r = reader(t, file)
   local m = llama_like(r, t, file, {})
   laguna_attention(m, r, t, file)
@@ -7018,7 +7049,7 @@ end
 -- post_attention_layernorm, hc_head and the final norm; MTP modules
 -- counted apart (num_nextn_predict_layers).
 function builders.deepseek_v4(r0, cfg, file, notes, extra)
-  cfg = with_defaults(cfg, M.DSV4_DEFAULTS)
+  cfg = class_defaults(cfg, M.DSV4_DEFAULTS)
   local r = reader(cfg, file)
   if r.bool("tie_word_embeddings") then
     not_modelled(file, "tie_word_embeddings", "DeepseekV4ForCausalLM's lm_head is its own; false is", true)
@@ -7764,7 +7795,16 @@ function M.from_config(cfg, source, name)
       "(transformers configuration_%s.py); a model's own config states it", kv_class, mt)
   end
   M.misspelt_key_notes(cfg, source, notes)
+  shape_defaults = {}
   local model = build(reader(cfg, source), cfg, source, notes, extra)
+  local filled = {}
+  for k, v in pairs(shape_defaults) do filled[#filled + 1] = ("%s = %s"):format(k, util.describe(v)) end
+  shape_defaults = nil
+  if #filled > 0 then
+    table.sort(filled)
+    note(notes, source, "not in the config, taken from transformers' %s class defaults: %s (they set the " ..
+      "parameter count; a model's own config states them)", mt, table.concat(filled, ", "))
+  end
   if KV_HEADS_DEFAULTED[model] then
     defaulted.num_key_value_heads = "not in the config: read as num_attention_heads"
   end

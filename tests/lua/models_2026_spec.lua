@@ -300,6 +300,17 @@ describe("2025-26 families: refusals name what is not modelled", function()
     assert.is_true(m.moe_router_bias and m.moe_router_softmax_bias) -- softmax scores + the expert bias
     -- the class's rope_theta and context where the config gives none
     assert.are.same({ 500000.0, 131072 }, { m.rope_theta, m.max_position_embeddings })
+    -- a count key left out takes the class's default and is said:
+    -- moe_num_shared_experts 2 (configuration_ernie4_5_moe.py @ f479d930),
+    -- the same 2 x 1536 shared MLP as the card's
+    local info
+    cfg.moe_num_shared_experts = nil
+    m, info = hf.from_config(cfg, "ernie.json")
+    assert.are.equal(21825437888, core.model_params(m).total)
+    assert.are.same({ "ernie.json: not in the config, taken from transformers' ernie4_5_moe class defaults: " ..
+      "moe_num_shared_experts = 2 (they set the parameter count; a model's own config states them)" }, info.notes)
+    cfg.moe_num_shared_experts = 2
+    assert.are.same({}, select(2, hf.from_config(cfg, "ernie.json")).notes)
     -- layers 1-3 MoE every other layer (interval 2: layers 1 and 3), the
     -- end index -1 the last layer
     cfg.moe_layer_interval, cfg.moe_layer_end_index, cfg.num_hidden_layers = 2, -1, 4

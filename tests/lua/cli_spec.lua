@@ -308,6 +308,12 @@ describe("apsearch binary", function()
       assert.are.equal('--launchable: launchable: must be megatron, torchtitan, mindformers, automodel; '
         .. 'did you mean "megatron"? (got "megatrn")',
         one_line_error(apsearch("run", "--launchable", "megatrn")))
+      -- a framework built on an engine names that engine (a new user's
+      -- "nemo" got 'did you mean "megatron"?' for no stated reason)
+      assert.are.equal('--launchable: launchable: must be megatron, torchtitan, mindformers, automodel; '
+        .. 'NeMo\'s LLM recipes run Megatron-Core: give "megatron" (Megatron-LM\'s arguments) or, for NeMo '
+        .. 'AutoModel, "automodel" (got "NeMo")',
+        one_line_error(apsearch("run", "--launchable", "NeMo")))
     end)
 
     it("for a memory limit, naming the field as written and its value", function()

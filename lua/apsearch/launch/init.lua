@@ -38,6 +38,19 @@ M.engines = {
   { name = "automodel", module = "apsearch.launch.automodel", suffix = "_automodel.yaml" },
 }
 
+--- Frameworks built on an engine's code, by the name a user may give
+-- `--launchable`, and what to give instead: NeMo 2's LLM collections and
+-- Megatron-Bridge run Megatron-Core (whose arguments the megatron file
+-- sets), NeMo AutoModel is automodel, MindFormers runs on MindSpore.
+M.FRAMEWORK_HINTS = {
+  nemo = 'NeMo\'s LLM recipes run Megatron-Core: give "megatron" (Megatron-LM\'s arguments) or, for ' ..
+    'NeMo AutoModel, "automodel"',
+  ["megatron-bridge"] = 'Megatron-Bridge runs Megatron-Core: give "megatron" (Megatron-LM\'s arguments)',
+  ["megatron-lm"] = 'give "megatron"', ["megatron-core"] = 'give "megatron"', mcore = 'give "megatron"',
+  ["nemo-automodel"] = 'give "automodel"', mindspore = 'MindFormers runs on MindSpore: give "mindformers"',
+  titan = 'give "torchtitan"',
+}
+
 --- TorchTitan targets `--torchtitan-version` accepts: "head" (the Python
 -- config module for the commit options.torchtitan cites, the default)
 -- and the releases apsearch.launch.torchtitan_toml writes a TOML job
@@ -332,7 +345,12 @@ function M.launchable_rule(name, version, source)
     local names = {}
     for i, x in ipairs(M.engines) do names[i] = x.name end
     local problem = "must be " .. table.concat(names, ", ")
-    if type(name) == "string" then problem = require("apsearch.suggest").problem(problem, name, names) end
+    local hint = type(name) == "string" and M.FRAMEWORK_HINTS[name:lower()]
+    if hint then
+      problem = problem .. "; " .. hint
+    elseif type(name) == "string" then
+      problem = require("apsearch.suggest").problem(problem, name, names)
+    end
     util.fail("--launchable", "launchable", problem, name)
   end
   local inputs = setmetatable({}, { __mode = "k" }) -- per core context

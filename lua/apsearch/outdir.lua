@@ -534,7 +534,8 @@ function Set:seal()
   local ok, err = self:note_manifest(table.concat(lines, "\n"))
   if ok then ok, err = sync(util.join_path(self.path, M.MARKER)) end
   -- DIR's own permission bits, now that nothing more is written
-  if ok then ok, err = self:keep_access(util.join_path(self.path, "launch"), false) end
+  local launchdir = util.join_path(self.path, "launch")
+  if ok and mode_of(launchdir) == "directory" then ok, err = self:keep_access(launchdir, false) end
   if ok then ok, err = self:keep_access(self.path, false) end
   return ok, err
 end
@@ -622,13 +623,17 @@ end
 function Set:commit()
   -- every file written into the set, durable in one flush (they were
   -- written without an fsync each); the marker is then fsynced on its own
+  -- a set without launch files (nothing fits) keeps no empty launch/
+  local launchdir = util.join_path(self.path, "launch")
+  local names = util.listdir(launchdir)
+  if names and #names == 0 then lfs.rmdir(launchdir) end
   local ok, err = true, nil
   if core then
     ok, err = core.syncfs(self.syncfd or self.path)
     if not ok then err = "cannot flush the set " .. self.path .. " to disk: " .. tostring(err) end
   end
   if ok then ok, err = self:seal() end
-  if ok then ok, err = sync(util.join_path(self.path, "launch")) end
+  if ok and mode_of(launchdir) == "directory" then ok, err = sync(launchdir) end
   if ok then ok, err = sync(self.path) end
   if ok then ok, err = self:link() end
   if not ok then self:abort() fail(tostring(err), self.shown) end

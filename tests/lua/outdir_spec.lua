@@ -32,7 +32,8 @@ local function check_set(dir)
   local r = cjson.decode(read(dir .. "/result.json"))
   assert.are.equal(id, r.run_id)
   assert.truthy(read(dir .. "/report.html"):find('<meta name="apsearch-run-id" content="' .. id .. '">', 1, true))
-  local want = { [".apsearch-set"] = true, launch = true }
+  -- a set with no strategy has no launch files, and no launch/
+  local want = { [".apsearch-set"] = true, launch = #r.top_k_strategies > 0 or nil }
   for _, f in ipairs(r.output_files) do
     local rel = f:sub(#dir + 2)
     assert.truthy(read(f), f)
@@ -45,7 +46,7 @@ local function check_set(dir)
   local got = {}
   for _, n in ipairs(ls(dir)) do got[n] = true end
   assert.are.same(want, got)
-  assert.are.equal(4 * #r.top_k_strategies, #ls(dir .. "/launch"))
+  if want.launch then assert.are.equal(4 * #r.top_k_strategies, #ls(dir .. "/launch")) end
   local rows = select(2, read(dir .. "/result.csv"):gsub("\n", ""))
   assert.are.equal(#r.top_k_strategies + 1, rows)
   return id, r, target
@@ -97,6 +98,25 @@ describe("apsearch run --out: atomic result sets", function()
     assert.are_not.equal(t1, t2)
     assert.are.equal(2, #r2.top_k_strategies)
     assert.is_nil(read(dir .. "/launch/rank3_megatron.sh"))
+    assert.are.same({ ".out.apsearch-lock", t2, "out" }, ls(base))
+  end)
+
+  it("a run where nothing fits writes no empty launch/, and its set replaces and is replaced", function()
+    -- a new user's finding (2026-12-07): the set of a no-fit run held an
+    -- empty launch/ directory
+    local base = tmpdir()
+    local dir = base .. "/out"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "2", "--out", dir)))
+    local nofit = { "run", "--quiet", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--out", dir }
+    local code, _, err = apsearch(table.unpack(nofit))
+    assert.are.equal(1, code, err) -- nothing fits
+    local _, r, t = check_set(dir)
+    assert.are.same({}, r.top_k_strategies)
+    assert.is_nil(mode(dir .. "/launch"))
+    assert.are.same({ ".out.apsearch-lock", t, "out" }, ls(base))
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "2", "--out", dir)))
+    local _, r2, t2 = check_set(dir)
+    assert.are.equal(2, #r2.top_k_strategies)
     assert.are.same({ ".out.apsearch-lock", t2, "out" }, ls(base))
   end)
 

@@ -411,7 +411,8 @@ end
 --   when they hold intervals.MIN_ROWS dense runs of it from
 --   intervals.MIN_SOURCES sets or more (one or two published runs, or one
 --   set of functional tests, would flag every estimate of that hardware)
--- @treturn table {<generation/family> = {mfu, case, source}}
+-- @treturn table {<generation/family> = {mfu, case, file (the cases
+--   file's name), source}}
 function M.best_mfu(res, refs)
   local best = {}
   -- the run's key and MFU, or nil (no measured throughput, or MoE when dense_only)
@@ -424,26 +425,28 @@ function M.best_mfu(res, refs)
     local dev = type(cl.device) == "table" and (cl.device.base or cl.device.name) or cl.device
     return intervals.mfu_key(dev, tr.precision), p.mfu * meas / p.tokens_per_s_per_gpu
   end
-  local function raise(to, key, mfu, c)
+  -- file: the cases file's name (case ids are unique within a file only)
+  local function raise(to, key, mfu, c, file)
     if not to[key] or mfu > to[key].mfu then
       -- a GitHub address as its repository (the flag's line names it)
       local owner, repo = tostring(c.source):match("^https?://github%.com/([^/%s]+)/([^/%s]+)")
-      to[key] = { mfu = mfu, case = tostring(c.case_id),
+      to[key] = { mfu = mfu, case = tostring(c.case_id), file = file,
         source = owner and (owner .. "/" .. repo) or validate.source_key(c.source) }
     end
   end
+  local function file_of(r) return tostring(r.file or "?"):match("([^/]+)$") end
   for _, c in ipairs(res.cases) do
     local key, mfu = mfu_of(c, false)
-    if key then raise(best, key, mfu, c) end
+    if key then raise(best, key, mfu, c, file_of(res)) end
   end
   local new, rows, sets = {}, {}, {}
   for i, r in ipairs(refs or {}) do
     for _, c in ipairs(r.cases) do
       local key, mfu = mfu_of(c, true)
       if key and best[key] then
-        raise(best, key, mfu, c)
+        raise(best, key, mfu, c, file_of(r))
       elseif key then
-        raise(new, key, mfu, c)
+        raise(new, key, mfu, c, file_of(r))
         rows[key] = (rows[key] or 0) + 1
         sets[key] = sets[key] or {}
         sets[key][i] = true
@@ -533,8 +536,8 @@ function M.data_source(res, moe_res, mem_res, refs)
   local best = M.best_mfu(res, refs)
   for _, k in ipairs(util.sorted_keys(best)) do
     local b = best[k]
-    lines[#lines + 1] = ("    [%q] = { mfu = %.4f, case = %q, source = %q },"):format(
-      k, b.mfu, b.case, b.source)
+    lines[#lines + 1] = ("    [%q] = { mfu = %.4f, case = %q, file = %q, source = %q },"):format(
+      k, b.mfu, b.case, b.file, b.source)
   end
   lines[#lines + 1] = "  },"
   lines[#lines + 1] = "}"

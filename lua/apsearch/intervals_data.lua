@@ -15,10 +15,10 @@ return {
   -- precision's peak): the estimate's MFU x measured / estimated tokens/s,
   -- over these runs and the held-out published sets
   best_mfu = {
-    ["ampere/16bit"] = { mfu = 0.6174, case = "c233", source = "mosaicml/llm-foundry" },
-    ["blackwell/4bit"] = { mfu = 0.2988, case = "mbd081", source = "NVIDIA-NeMo/Megatron-Bridge" },
-    ["blackwell/8bit"] = { mfu = 0.5290, case = "mbd083", source = "NVIDIA-NeMo/Megatron-Bridge" },
-    ["hopper/16bit"] = { mfu = 0.4708, case = "mlr003", source = "NVIDIA/Megatron-LM" },
-    ["hopper/8bit"] = { mfu = 0.4785, case = "mlp05", source = "swsok/training_results_v4.1" },
+    ["ampere/16bit"] = { mfu = 0.6174, case = "c233", file = "public_cases.csv", source = "mosaicml/llm-foundry" },
+    ["blackwell/4bit"] = { mfu = 0.2988, case = "mbd081", file = "megatron_bridge_perf.csv", source = "NVIDIA-NeMo/Megatron-Bridge" },
+    ["blackwell/8bit"] = { mfu = 0.5290, case = "mbd083", file = "megatron_bridge_perf.csv", source = "NVIDIA-NeMo/Megatron-Bridge" },
+    ["hopper/16bit"] = { mfu = 0.4708, case = "mlr003", file = "megatron_lm_readme_h100.csv", source = "NVIDIA/Megatron-LM" },
+    ["hopper/8bit"] = { mfu = 0.4785, case = "mlp05", file = "mlperf_training.csv", source = "swsok/training_results_v4.1" },
   },
 }

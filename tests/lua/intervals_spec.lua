@@ -243,7 +243,7 @@ describe("best published MFU", function()
       case("x3", "h100-sxm-80gb", "fp8", 0.30, 100, 100),
       case("x4", "a100-sxm4-80gb", "fp16", 0.60, 100, 50) } })
     assert.is_true(math.abs(best["hopper/16bit"].mfu - 0.48) < 1e-12)
-    assert.are.equal("x2", best["hopper/16bit"].case)
+    assert.are.same({ "x2", "?" }, { best["hopper/16bit"].case, best["hopper/16bit"].file })
     assert.are.equal(0.30, best["hopper/8bit"].mfu)
     assert.is_true(math.abs(best["ampere/16bit"].mfu - 0.30) < 1e-12)
     -- held-out sets: a dense run raises a class the runs above set (0.50 x
@@ -257,6 +257,8 @@ describe("best published MFU", function()
     best = crossval.best_mfu(runs, { ref })
     assert.is_true(math.abs(best["hopper/16bit"].mfu - 0.55) < 1e-12)
     assert.are.equal("y1", best["hopper/16bit"].case)
+    ref.file = "sets/held.csv" -- named by its file's name
+    assert.are.equal("held.csv", crossval.best_mfu(runs, { ref })["hopper/16bit"].file)
     assert.is_nil(best["blackwell/16bit"])
     -- a class of their own from intervals.MIN_ROWS (5) dense runs of
     -- intervals.MIN_SOURCES (2) sets: 4 + 1 runs of two sets, not 5 of one
@@ -298,18 +300,27 @@ describe("best published MFU", function()
     local data = require "apsearch.intervals_data"
     local b = data.best_mfu["hopper/16bit"]
     assert.are.same(b, intervals.above_published(b.mfu + 0.01, "h200-sxm-141gb", "bf16"))
+    -- the case with its file: mlr003 is also a DeepSeek-V3 GB300 run of
+    -- megatron_lm_moe_recipes.csv (a reviewer's finding)
+    assert.are.same({ "mlr003", "megatron_lm_readme_h100.csv" }, { b.case, b.file })
+    local common = require "apsearch.format.common"
+    assert.are.equal("^ MFU above the best published run of this hardware and precision (47.1 %, mlr003 in " ..
+      "megatron_lm_readme_h100.csv: NVIDIA/Megatron-LM): expect it slower than estimated",
+      common.mfu_note({ top_k_strategies = { { performance_cost = { mfu_above_published = b } } } }))
     assert.is_nil(intervals.above_published(b.mfu - 0.01, "h100-sxm-80gb", "bf16"))
     assert.is_nil(intervals.above_published(0.99, "gb200", "bf16")) -- no published Blackwell bf16 run
     -- Blackwell fp8 from the held-out sets (Megatron-Bridge's and MLPerf's
     -- dense runs): Llama 3.1 405B on 256 GB300, 2,646 TFLOP/s of 5,000
     local bq = data.best_mfu["blackwell/8bit"]
-    assert.are.same({ mfu = 0.5290, case = "mbd083", source = "NVIDIA-NeMo/Megatron-Bridge" }, bq)
+    assert.are.same({ mfu = 0.5290, case = "mbd083", file = "megatron_bridge_perf.csv",
+      source = "NVIDIA-NeMo/Megatron-Bridge" }, bq)
     assert.are.same(bq, intervals.above_published(0.53, "gb300", "fp8"))
     -- NVFP4 against the NVFP4 runs' best, a fraction of the fp4 peak (2x
     -- fp8's on GB200, 3x on GB300): Llama 3.1 405B on 256 GB200, where the
     -- fp8 runs' 52.9 % could never be reached
     local b4 = data.best_mfu["blackwell/4bit"]
-    assert.are.same({ mfu = 0.2988, case = "mbd081", source = "NVIDIA-NeMo/Megatron-Bridge" }, b4)
+    assert.are.same({ mfu = 0.2988, case = "mbd081", file = "megatron_bridge_perf.csv",
+      source = "NVIDIA-NeMo/Megatron-Bridge" }, b4)
     assert.are.same(b4, intervals.above_published(0.30, "gb300", "nvfp4"))
     assert.is_nil(intervals.above_published(0.30, "gb300", "mxfp8"))
   end)

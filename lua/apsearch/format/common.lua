@@ -863,10 +863,6 @@ function M.interval_note(result)
     math.floor(level * 100 + 0.5), table.concat(parts, "; "))
 end
 
---- One line when a top-k MFU is above every published run of its
--- hardware and precision (`performance_cost.mfu_above_published`), or nil.
--- @tparam table result search result
--- @treturn string|nil
 --- The MFU of the bf16 dense peak, for an estimate trained in fp8, mxfp8
 -- or nvfp4, whose `mfu` is of that precision's peak (apsearch's
 -- convention, docs/outputs.md), which many published runs do not use
@@ -901,12 +897,17 @@ function M.mfu_basis_note(result)
     .. "it is x%.2f", result.inputs.training.precision, bf16 / pc.mfu)
 end
 
+--- One line when a top-k MFU is above every published run of its
+-- hardware and precision (`performance_cost.mfu_above_published`), or nil: its MFU, case id, cases file and source.
+-- @tparam table result search result
+-- @treturn string|nil
 function M.mfu_note(result)
   for _, r in ipairs(result.top_k_strategies or {}) do
     local b = r.performance_cost and r.performance_cost.mfu_above_published
     if b then
       return string.format("^ MFU above the best published run of this hardware and precision "
-        .. "(%.1f %%, %s: %s): expect it slower than estimated", 100 * b.mfu, b.case, b.source)
+        .. "(%.1f %%, %s%s: %s): expect it slower than estimated", 100 * b.mfu, b.case,
+        b.file and (" in " .. b.file) or "", b.source)
     end
   end
   return nil

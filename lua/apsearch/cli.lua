@@ -483,8 +483,9 @@ function M.add_launchable(p, name, version)
   table.insert(p.constraints.rules, launch.launchable_rule(name, tt, p.model_source))
   p.launchable = name
   -- the engine's own framework, whose overheads and space the estimate
-  -- should take (MindFormers has none of apsearch's frameworks)
-  local own = ({ megatron = "megatron", torchtitan = "fsdp2", automodel = "automodel" })[name]
+  -- should take: said here, and below the table (format.common
+  -- launchable_note), which --quiet keeps
+  local own = launch.ENGINE_FRAMEWORK[name]
   local fw = p.training.framework or "megatron"
   if own and fw ~= own then
     p.warnings[#p.warnings + 1] = ("note: --launchable %s keeps the strategies %s's launch file builds, " ..

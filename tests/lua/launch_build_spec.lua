@@ -290,6 +290,23 @@ describe("apsearch run --launchable FRAMEWORK", function()
     assert.truthy(err:find("--launchable megatron: only strategies its launch file builds as estimated", 1, true), err)
   end)
 
+  it("says below the table, even with --quiet, whose framework estimated a --launchable ranking", function()
+    -- a new user's finding (nu7 #8, nu8): --quiet dropped the only line
+    -- saying the torchtitan files' strategies were estimated as Megatron-LM
+    local H = require "spec_helpers"
+    local code, out, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
+      "--launchable", "torchtitan", "--quiet", "--top-k", "2")
+    assert.are.equal(0, code, err)
+    assert.are.equal("", err)
+    assert.truthy(out:find("launch files: torchtitan's; the strategies are estimated as framework = megatron " ..
+      "runs them (for torchtitan's own\n  overheads and space: --set training.framework=fsdp2)", 1, true), out)
+    -- none with the engine's own framework
+    code, out = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--launchable",
+      "torchtitan", "--set", "training.framework=fsdp2", "--quiet", "--top-k", "2")
+    assert.are.equal(0, code)
+    assert.is_nil(out:find("launch files:", 1, true), out)
+  end)
+
   it("says what to relax when no strategy is launchable, and refuses an unknown framework", function()
     local H = require "spec_helpers"
     -- TorchTitan's llama3 model has no sliding window: no Mistral strategy is launchable there

@@ -897,6 +897,23 @@ function M.mfu_basis_note(result)
     .. "it is x%.2f", result.inputs.training.precision, bf16 / pc.mfu)
 end
 
+--- Under `run --launchable NAME` with another training.framework than
+-- NAME's own (apsearch.launch ENGINE_FRAMEWORK): the line saying the
+-- ranking is that framework's estimate of the strategies NAME's launch
+-- file builds; nil otherwise, or with no strategy ranked.
+-- @tparam table result search result (inputs.launchable,
+--   inputs.training.framework)
+-- @treturn string|nil
+function M.launchable_note(result)
+  local inputs = result.inputs or {}
+  local name = inputs.launchable
+  local own = name and require("apsearch.launch").ENGINE_FRAMEWORK[name]
+  local fw = (inputs.training or {}).framework or "megatron"
+  if not own or own == fw or #(result.top_k_strategies or {}) == 0 then return nil end
+  return ("launch files: %s's; the strategies are estimated as framework = %s runs them (for %s's own " ..
+    "overheads and space: --set training.framework=%s)"):format(name, fw, name, own)
+end
+
 --- One line when a top-k MFU is above every published run of its
 -- hardware and precision (`performance_cost.mfu_above_published`), or nil: its MFU, case id, cases file and source.
 -- @tparam table result search result

@@ -38,6 +38,10 @@ M.engines = {
   { name = "automodel", module = "apsearch.launch.automodel", suffix = "_automodel.yaml" },
 }
 
+--- The training.framework whose overheads and search space an engine's
+-- launch file runs (MindFormers has none of apsearch's frameworks).
+M.ENGINE_FRAMEWORK = { megatron = "megatron", torchtitan = "fsdp2", automodel = "automodel" }
+
 --- Frameworks built on an engine's code, by the name a user may give
 -- `--launchable`, and what to give instead: NeMo 2's LLM collections and
 -- Megatron-Bridge run Megatron-Core (whose arguments the megatron file

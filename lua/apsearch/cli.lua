@@ -402,12 +402,17 @@ function M.built_policy(opts)
   local raw = defaults.build(given.model, probe.model, probe.cluster, rack)
   -- a sequence --set without a batch: the rule's tokens at that sequence
   -- (sequences = tokens / seq), not the default sequence's count of them
-  local seq, batch_set
+  local seq, batch_set, framework, mtp_set = nil, false, raw.training.framework, false
   for _, e in ipairs(opts.set or {}) do
     local key, val = tostring(e):match("^%s*([%w_%.]+)%s*=(.*)$")
     if key == "training.seq_length" then seq = math.tointeger(tonumber(util.trim(val))) end
     if key == "training.global_batch_size" then batch_set = true end
+    if key == "training.framework" then framework = util.trim(val) end
+    if key == "training.mtp_num_layers" then mtp_set = true end
   end
+  -- the model's MTP layers, trained as the recipes train them, under the
+  -- framework the run ends with (a --set one included)
+  if not mtp_set then raw.training.mtp_num_layers = defaults.mtp_num_layers(probe.model, framework) end
   if seq and seq > 0 and not batch_set then
     local n = probe.cluster.num_devices
     raw.training.global_batch_size = defaults.batch_sequences(defaults.batch_tokens(probe.model, n), seq, n,
@@ -504,6 +509,9 @@ local function probe_fit(opts, dev, h, per, extra)
   local spec = h and string.format("%s:%dx%d", dev, h, per) or opts.cluster
   local o = util.copy(opts)
   o.cluster = spec
+  -- the built policy sees the probe's own --set too (its framework's MTP)
+  o.set = util.copy(opts.set or {})
+  for _, e in ipairs(extra or {}) do o.set[#o.set + 1] = e end
   local raw, header, command = M.built_policy(o)
   local built = M.built_batch(raw)
   -- a probe of h hosts: the run's --set of the cluster's size (devices,

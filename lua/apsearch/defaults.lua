@@ -520,6 +520,8 @@ function M.header(model, training, n, built)
   }
   local moe_line = M.moe_overlap_note(model, training)
   if moe_line then lines[#lines + 1] = moe_line end
+  local mtp_line = M.mtp_note(training)
+  if mtp_line then lines[#lines + 1] = mtp_line end
   if M.whole_sequences(model) and training.global_batch_size >= n then
     lines[#lines + 1] = ("defaults: at least a sequence a GPU (%d): no strategy splits a sequence of this model " ..
       "(no TP or PP; its CP not priced)"):format(n)
@@ -527,6 +529,35 @@ function M.header(model, training, n, built)
     lines[#lines + 1] = M.split_note(training.global_batch_size, n)
   end
   return lines
+end
+
+--- The multi-token-prediction depth a built policy trains: the model's
+-- own (a config's num_nextn_predict_layers, model.mtp_layers) under
+-- Megatron-LM, as Megatron-Bridge's AutoBridge maps it to mtp_num_layers
+-- (NVIDIA-NeMo/Megatron-Bridge 067f987d src/megatron/bridge/models/
+-- deepseek/deepseek_v3_bridge.py:97, glm/glm45_bridge.py:86,
+-- nemotronh/nemotron_h_bridge.py:276) and its pretraining recipes train
+-- it (recipes/deepseek/h100/deepseek_v3.py:137, glm/gb200/glm5.py:61);
+-- nil for a model without MTP or another framework (apsearch prices MTP
+-- for Megatron-LM only).
+-- @tparam table model normalized model
+-- @tparam string framework training.framework
+-- @treturn integer|nil training.mtp_num_layers
+function M.mtp_num_layers(model, framework)
+  local n = math.tointeger(model.mtp_layers or 0) or 0
+  if n > 0 and framework == "megatron" then return n end
+  return nil
+end
+
+--- The header line of a built policy that trains the model's MTP layers
+-- (M.mtp_num_layers), or nil.
+-- @tparam table training the training table searched
+-- @treturn string|nil
+function M.mtp_note(training)
+  local n = training.mtp_num_layers
+  if not n or n <= 0 then return nil end
+  return ("defaults: the config's %d multi-token-prediction layer(s) trained (training.mtp_num_layers = %d), " ..
+    "as Megatron-Bridge's recipes train them; --set training.mtp_num_layers=0 leaves them out"):format(n, n)
 end
 
 --- The header line of a built MoE policy under Megatron-LM without the

@@ -104,6 +104,29 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.truthy(out:find("llama-3.1-405b on 16384 x h100-sxm-80gb", 1, true), out)
   end)
 
+  it("trains a model's MTP layers under Megatron-LM, as the recipes do, and says so", function()
+    -- a new user's finding (2026-12-07): DeepSeek-V3.1, GLM-5.3 and
+    -- Nemotron 3 Super were ranked without their MTP layers, and some
+    -- "fits" ran out of memory with them
+    local code, text = H.apsearch("init", "deepseek-v3", "h800:64")
+    assert.are.equal(0, code)
+    assert.truthy(text:find("mtp_num_layers = 1", 1, true), text)
+    local _, _, err = H.apsearch("run", "--model", "deepseek-v3", "--cluster", "h800:64", "--top-k", "1")
+    assert.truthy(err:find("defaults: the config's 1 multi-token-prediction layer(s) trained (training.mtp_num_layers "
+      .. "= 1), as Megatron-Bridge's recipes train them; --set training.mtp_num_layers=0 leaves them out", 1, true),
+      err)
+    -- none under a framework that does not train it, nor when the run says
+    for _, set in ipairs({ "training.framework=fsdp2", "training.mtp_num_layers=0" }) do
+      local c2, _, e2 = H.apsearch("run", "--model", "deepseek-v3", "--cluster", "h800:64", "--top-k", "1",
+        "--set", set)
+      assert.are.equal(0, c2, e2)
+      assert.is_nil(e2:find("multi-token-prediction layer(s) trained", 1, true), e2)
+    end
+    -- a model without MTP gets no such line
+    local _, _, e3 = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2", "--top-k", "1")
+    assert.is_nil(e3:find("multi-token-prediction", 1, true), e3)
+  end)
+
   it("says when the batch has fewer sequences than GPUs, and over how many GPUs a sequence is split", function()
     -- Llama-3.1-8B on 16,384 H100s: 16,384 x 16,384 tokens is over the
     -- 16,777,216 cap, so 16,777,216 / 8192 = 2048 sequences; dp x fsdp <=

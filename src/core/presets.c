@@ -789,7 +789,7 @@ static const preset presets[] = {
      "ConnectX-7 NIC per GPU; 189,471 MiB reported by nvidia-smi (GB200 "
      "NVL72 compute tray, driver 580)"},
     {{.name = "gb300",
-      .memory_bytes = 279 * GB,
+      .memory_bytes = 283136 * MIB,
       .peak_flops_bf16 = 2500 * TFLOPS,
       .peak_flops_fp8 = 5000 * TFLOPS,
       .peak_flops_fp32 = 80 * TFLOPS,
@@ -801,14 +801,18 @@ static const preset presets[] = {
       COMMON_FIELDS, BLACKWELL_ULTRA, GEMM_SHAPE(APS_SMS_B300)},
      "NVIDIA GB300 NVL72 datasheet (2025), per Blackwell Ultra GPU: FP8 5 "
      "PFLOPS and BF16 2.5 PFLOPS dense, FP32 80 TFLOPS, 288 GB HBM3e "
-     "(279 GB usable) at 8 TB/s, NVLink 5 1.8 TB/s, FP4 15 PFLOPS dense; "
+     "at 8 TB/s, NVLink 5 1.8 TB/s, FP4 15 PFLOPS dense; "
      "NVLink-C2C 900 GB/s per Grace and its two GPUs; one 800 Gb/s "
-     "ConnectX-8 NIC per GPU"},
+     "ConnectX-8 NIC per GPU; 283,136 MiB (276.50 GiB) as PyTorch reports "
+     "the device's total capacity (NVIDIA-NeMo/Megatron-Bridge issue 2221, "
+     "2026-02-04: \"GPU 3 has a total capacity of 276.50 GiB\"; the same in "
+     "LambdaLabsML/torchtitan 3956f1b7 gb300/TUNING_RESULTS_120B.md), not "
+     "the datasheet's 279 GB usable (259.8 GiB), which runs exceeded"},
     /* The air-cooled 8-GPU board of Blackwell Ultra: GB300's GPU, HBM and
      * NVLink 5 on an x86 host (DGX B300: Intel Xeon 6776P) behind an
      * NVSwitch board of 8, at the B200's tensor peaks but for FP4. */
     {{.name = "b300",
-      .memory_bytes = 279 * GB,
+      .memory_bytes = 283136 * MIB,
       .peak_flops_bf16 = 2250 * TFLOPS,
       .peak_flops_fp8 = 4500 * TFLOPS,
       .peak_flops_fp32 = 75 * TFLOPS,
@@ -822,8 +826,9 @@ static const preset presets[] = {
      "GPUs: FP4 144 PFLOPS sparse / 105 dense, FP8 72 and BF16 36 PFLOPS "
      "sparse, FP32 600 TFLOPS, 2.3 TB HBM3e, NVLink 14.4 TB/s; per GPU FP4 "
      "13.125 PFLOPS dense, FP8 4.5 and BF16 2.25 dense, 288 GB HBM3e "
-     "(279 GB usable, as GB300's) at 8 TB/s, NVLink 5 1.8 TB/s; one 800 "
-     "Gb/s ConnectX-8 NIC per GPU (DGX B300)"},
+     "at 8 TB/s, NVLink 5 1.8 TB/s; one 800 Gb/s ConnectX-8 NIC per GPU "
+     "(DGX B300); capacity GB300's, the same GPU and HBM3e (283,136 MiB as "
+     "PyTorch reports it; no B300 report of its own was found)"},
     /* AMD CDNA 3: see "AMD Instinct MI300X and MI325X" above.  memory_bytes
      * is the VRAM the ROCm GPU specifications list (192 and 256 GiB). */
     {{.name = "mi300x-192gb",

@@ -6720,9 +6720,9 @@ local function laguna_attention(m, r, t, file)
   m.num_attention_heads = sa or fa
   if sa and fa and fa ~= sa then m.global_num_attention_heads = fa end
   window_on(m, r, n)
-  if m.sliding_window and n < L then
-    m.sliding_window_period = M.window_period(function(i) return types[i] == "sliding_attention" end, L)
-  end
+  -- the period, else the layout (Laguna's full layers 0, 4, 8, ... have
+  -- none: Megatron's list form writes it), as set_window_period
+  if n > 0 then set_window_period(m, { layer_types = types }, nil) end
   m.qk_norm = true
   local ab = r.bool("attention_bias", false)
   m.qkv_bias, m.attn_out_bias = ab, ab

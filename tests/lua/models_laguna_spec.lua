@@ -44,6 +44,15 @@ describe("Laguna XS.2", function()
     local m = hf.from_config(config(), "l.json")
     assert.are.same({ 64, 48, 8, 128, 512, 30 }, { m.num_attention_heads, m.global_num_attention_heads,
       m.num_query_groups, m.head_dim, m.sliding_window, m.sliding_window_layers })
+    -- full attention on layers 0, 4, 8, ... (0-based): no period of
+    -- Megatron's int form, its list form (a new user's finding: the
+    -- launch file dropped the window as not expressible)
+    assert.is_nil(m.sliding_window_period)
+    assert.are.equal(("FSSS"):rep(10), m.sliding_window_layout)
+    local launch = require "apsearch.launch.megatron"
+    local args = {}
+    launch.window_args(m, function(k, v) args[#args + 1] = k .. " " .. tostring(v) end, function() end)
+    assert.are.same({ "--window-size 511,0", "--window-attn-skip-freq ([0]+[1]*3)*10" }, args)
     assert.is_true(m.attention_head_gate)
     assert.is_true(m.qk_norm)
     assert.are.same({ 256, 8, 512, 512, 1, 2.5 }, { m.num_experts, m.experts_per_token, m.moe_ffn_hidden_size,

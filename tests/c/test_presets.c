@@ -92,7 +92,7 @@ static void test_preset_gb200_gb300(void **state)
     ASSERT_REL(d.peak_flops_fp8, 5000e12, REL);
     ASSERT_REL(d.inter_node_bandwidth, 50e9, REL);
     d = preset("gb300");
-    ASSERT_REL(d.memory_bytes, 279e9, REL);
+    ASSERT_REL(d.memory_bytes, 283136.0 * MIB, REL); /* PyTorch's 276.50 GiB */
     ASSERT_REL(d.peak_flops_bf16, 2500e12, REL);
     ASSERT_REL(d.inter_node_bandwidth, 100e9, REL);
     ASSERT_REL(d.intra_node_bandwidth, 900e9, REL);

@@ -332,6 +332,14 @@ static inline int64_t aps_chunk_stage(int sched, int64_t p, int64_t i,
     return i + k * p;
 }
 
+/** The pipeline rank holding the model's last chunk (the final norm, the
+ *  output layer and the loss): rank 0 on the V, whose second chunk is
+ *  stage 2p - 1 (aps_chunk_stage), else p - 1. */
+static inline int64_t aps_layout_last_rank(const aps_layout *lay)
+{
+    return lay->p > 1 && aps_schedule_v_shaped(lay->sched) ? 0 : lay->p - 1;
+}
+
 /** Micro-batches per group of Megatron's interleaved schedule table: g
  *  (strategy microbatch_group_size, --microbatch-group-size-per-virtual-
  *  pipeline-stage), or for g = 0 Megatron's default, p (ModelParallel

@@ -534,8 +534,9 @@ static void stage_inflight_counts(const aps_layout *lay, int64_t i,
                                   stage_inflight *c)
 {
     c->rank = c->all = c->kept = aps_layout_inflight(lay, i);
-    c->last = i == lay->p - 1 ? aps_layout_chunk_inflight(lay, i, lay->v - 1)
-                              : 0.0;
+    c->last = i == aps_layout_last_rank(lay)
+                  ? aps_layout_chunk_inflight(lay, i, lay->v - 1)
+                  : 0.0;
     double mtp_l = (double)aps_layout_mtp_layers(lay, i);
     if (!(mtp_l > 0))
         return;
@@ -581,7 +582,7 @@ static double stage_activations(const aps_model *m, const aps_training *t,
      * (interleaved 1F1B runs each last-chunk forward's backward next:
      * one or two, where the rank holds p + 1 of its first chunk) */
     double last_mb = 0.0;
-    if (i == lay->p - 1) {
+    if (i == aps_layout_last_rank(lay)) {
         double mtp_saved = APS_MTP_SAVED_HIDDEN -
                            (lay->mtp_recompute ? APS_MTP_RECOMPUTED_HIDDEN : 0.0);
         last_mb = (2.0 + mtp_saved * (double)lay->mtp) * APS_ACT_BYTES * sbh_rep;
@@ -860,9 +861,8 @@ static double full_graph_inputs(const aps_training *t, const aps_strategy *s,
     if (t->framework != APS_FW_MEGATRON ||
         aps_cuda_graph_effective_scope(t, s) != APS_CG_FULL_ITERATION)
         return 0.0;
-    double readers = (i == 0 ? 1.0 : 0.0) +
-                     (i == lay->p - 1 && (lay->p > 1 || lay->v > 1) ? 1.0
-                                                                    : 0.0);
+    bool last = i == aps_layout_last_rank(lay) && (lay->p > 1 || lay->v > 1);
+    double readers = (i == 0 ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
     return readers * (double)lay->m * (double)lay->b *
            (double)t->seq_length * APS_BATCH_BYTES_PER_TOKEN;
 }
@@ -887,7 +887,7 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
     mem[APS_MEM_ACTIVATIONS] = stage_activations(m, t, s, lay, lc, i, st,
                                                  &kept_inflight) +
                                full_graph_inputs(t, s, lay, i);
-    if (i == lay->p - 1)
+    if (i == aps_layout_last_rank(lay))
         mem[APS_MEM_LOGITS_LOSS] = logits_loss_bytes(m, t, lay);
     comm_buffers(m, t, s, lay, plan, i, psi, mem);
     aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i, kept_inflight, st);

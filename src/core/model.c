@@ -1549,7 +1549,7 @@ double aps_stage_nonunit_params(const aps_model *m, const aps_layout *lay,
         if (m->embedding_norm)
             p += norm_params(m, h); /* replicated */
     }
-    if (i == lay->p - 1) {
+    if (i == aps_layout_last_rank(lay)) {
         p += norm_params(m, h) + aps_dsv4_hc_head_params(m); /* V4 hc_head */
         /* Untied: its own output layer.  Tied with p > 1: Megatron keeps a
          * copy of the word embeddings on the last stage (and all-reduces
@@ -1673,7 +1673,7 @@ double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
         unit = vocab;
     double head = vocab + norm_params(m, h) +
                   (m->lm_head_bias ? lay->vocab_padded / t : 0.0);
-    if (i == lay->p - 1 && (!m->tie_word_embeddings || lay->p > 1) &&
+    if (i == aps_layout_last_rank(lay) && (!m->tie_word_embeddings || lay->p > 1) &&
         head > unit)
         unit = head;
     return unit;

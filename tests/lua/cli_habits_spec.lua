@@ -272,7 +272,9 @@ describe("apsearch command line habits", function()
         .. "changes no more than the stages' layers", 1, true), out)
       steps[#steps + 1] = out:match("step time +([%d.]+)")
     end
-    assert.are.equal(steps[1], steps[2])
+    -- the same closed form; DualPipeV's rank 0 also holds the output layer
+    -- (its V's last chunk), whose gradient sync and optimizer step add 1 ms
+    assert.is_true(math.abs(tonumber(steps[1]) - tonumber(steps[2])) <= 0.002, steps[1] .. " " .. steps[2])
     local _, fits = apsearch("estimate", "examples/llama3_8b_h100.lua")
     assert.is_nil(fits:find("closed form", 1, true), fits)
   end)

@@ -58,3 +58,28 @@ describe("multi-token prediction under an interleaved pipeline", function()
     assert.is_true(d2 < 1.1 * d1, ("vpp 2 adds %.3g B, vpp 1 %.3g B"):format(d2, d1))
   end)
 end)
+
+describe("the V schedules (ZB-V, DualPipeV)", function()
+  -- rank 0 runs the last model chunk (stages i and 2p - 1 - i), so the
+  -- output layer, final norm and loss are its: a breaker found them
+  -- charged to rank p - 1, and a plan 1.7 GiB over an H100 called "fits"
+  it("charges the output layer and the loss to rank 0", function()
+    local dir = H.tmpdir()
+    local pol = dir .. "/v.lua"
+    H.write(pol, [[return { model = "llama-3.1-8b",
+      cluster = { device = "h100-sxm-80gb", nodes = 1, devices_per_node = 8 },
+      training = { global_batch_size = 64, seq_length = 8192, framework = "fsdp2" } }]])
+    local e = estimate(pol, "--strategy", "pp_degree=4,vpp_degree=2,pp_schedule=dualpipev,tp_degree=1," ..
+      "fsdp_degree=1,dp_degree=1,cp_degree=2,micro_batch_size=4,layer_recompute=selective," ..
+      "reshard_after_forward=true,stage_partition=4:5:4:4:4:4:4:3")
+    -- Llama 3.1 8B: 218,112,000 parameters a layer, 128,256 x 4,096 =
+    -- 525,336,576 each for the embedding and the output layer, 4,096 the
+    -- final norm.  Rank 0 holds chunks 0 and 7 (4 + 3 layers) with both
+    -- ends; rank 3 chunks 3 and 4 (4 + 4 layers), the middle of the V
+    assert.are.equal(7 * 218112000 + 2 * 525336576 + 4096, e.stages[1].params)
+    assert.are.equal(8 * 218112000, e.stages[4].params)
+    assert.is_true(e.stages[1].memory_breakdown.logits_loss > 0)
+    assert.are.equal(0, e.stages[4].memory_breakdown.logits_loss)
+    assert.is_false(e.feasible) -- rank 0 needs 80.37 GiB of the H100's 79.65
+  end)
+end)

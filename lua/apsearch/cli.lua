@@ -384,6 +384,19 @@ local function print_notes(p, opts, estimate_only)
   end
 end
 
+-- A --set key as the policy reads it: spaces and doubled dots dropped
+-- ("training . framework", "training..framework").
+local function set_key(key)
+  return (tostring(key):gsub("%s+", ""):gsub("%.%.+", "."))
+end
+
+-- A --set entry's key (set_key) and trimmed value; nil without "=".
+local function set_entry(e)
+  local key, val = tostring(e):match("^([^=]*)=(.*)$")
+  if not key then return nil end
+  return set_key(key), util.trim(val)
+end
+
 --- The policy `run` and `estimate` build from --model / --cluster when no
 -- policy file is given (apsearch.defaults; `apsearch init` writes it):
 -- the model and cluster are normalized first (their errors name the
@@ -404,10 +417,10 @@ function M.built_policy(opts)
   -- (sequences = tokens / seq), not the default sequence's count of them
   local seq, batch_set, framework, mtp_set = nil, false, raw.training.framework, false
   for _, e in ipairs(opts.set or {}) do
-    local key, val = tostring(e):match("^%s*([%w_%.]+)%s*=(.*)$")
-    if key == "training.seq_length" then seq = math.tointeger(tonumber(util.trim(val))) end
+    local key, val = set_entry(e)
+    if key == "training.seq_length" then seq = math.tointeger(tonumber(val)) end
     if key == "training.global_batch_size" then batch_set = true end
-    if key == "training.framework" then framework = util.trim(val) end
+    if key == "training.framework" then framework = val end
     if key == "training.mtp_num_layers" then mtp_set = true end
   end
   -- the model's MTP layers, trained as the recipes train them, under the
@@ -519,8 +532,7 @@ local function probe_fit(opts, dev, h, per, extra)
   -- (it searched the run's 16 GPUs at every doubling and found no fit)
   local set = {}
   for _, e in ipairs(opts.set or {}) do
-    local key = tostring(e):match("^%s*([%w_%.]+)%s*=")
-    key = key and key:gsub("%.%.+", ".")
+    local key = set_entry(e)
     if not (h and (key == "cluster.num_devices" or key == "cluster.devices_per_node" or key == "cluster.nodes")) then
       set[#set + 1] = e
     end
@@ -554,8 +566,7 @@ M.FIT_PROBE_FRAMEWORKS = { megatron = "fsdp2", fsdp2 = "megatron" }
 -- with spaces or doubled dots as the policy reads it)
 local function framework_chosen(p)
   for _, o in ipairs(p.overrides or {}) do
-    local key = tostring(o.key or ""):gsub("%s+", ""):gsub("%.%.+", ".")
-    if o.kind == "set" and key == "training.framework" then return true end
+    if o.kind == "set" and set_key(o.key or "") == "training.framework" then return true end
   end
   return false
 end

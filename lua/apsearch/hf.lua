@@ -498,7 +498,7 @@ end
 
 --- The config keys that set a weight's count or shape: taken from a
 -- config class's default (a config.json that leaves one out), they change
--- the parameter count, so a load says which (M.load's note).  The keys a
+-- the parameter count, so a load says which (M.from_config's note).  The keys a
 -- model's own note already names (num_key_value_heads) are left out.
 M.COUNT_KEYS = {}
 for _, k in ipairs({ "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
@@ -512,8 +512,8 @@ for _, k in ipairs({ "vocab_size", "hidden_size", "intermediate_size", "num_hidd
   M.COUNT_KEYS[k] = true
 end
 
--- During M.load's build: the M.COUNT_KEYS with_defaults filled, key ->
--- value (nil outside a load).
+-- During M.from_config's build: the M.COUNT_KEYS class_defaults filled,
+-- key -> value (nil outside one).
 local shape_defaults
 
 -- cfg with every absent or null key of `defaults` filled in: the
@@ -7796,10 +7796,12 @@ function M.from_config(cfg, source, name)
   end
   M.misspelt_key_notes(cfg, source, notes)
   shape_defaults = {}
-  local model = build(reader(cfg, source), cfg, source, notes, extra)
+  local ok, model = pcall(build, reader(cfg, source), cfg, source, notes, extra)
+  local recorded = shape_defaults
+  shape_defaults = nil -- also when the build raised: no later load sees this one's
+  if not ok then error(model, 0) end
   local filled = {}
-  for k, v in pairs(shape_defaults) do filled[#filled + 1] = ("%s = %s"):format(k, util.describe(v)) end
-  shape_defaults = nil
+  for k, v in pairs(recorded) do filled[#filled + 1] = ("%s = %s"):format(k, util.describe(v)) end
   if #filled > 0 then
     table.sort(filled)
     note(notes, source, "not in the config, taken from transformers' %s class defaults: %s (they set the " ..

@@ -116,7 +116,8 @@ describe("run --model M --cluster D:N without a policy", function()
       .. "= 1), as Megatron-Bridge's recipes train them; --set training.mtp_num_layers=0 leaves them out", 1, true),
       err)
     -- none under a framework that does not train it, nor when the run says
-    for _, set in ipairs({ "training.framework=fsdp2", "training.mtp_num_layers=0" }) do
+    -- (a key as the policy reads it: doubled dots, spaces)
+    for _, set in ipairs({ "training.framework=fsdp2", "training..framework=fsdp2", "training.mtp_num_layers = 0" }) do
       local c2, _, e2 = H.apsearch("run", "--model", "deepseek-v3", "--cluster", "h800:64", "--top-k", "1",
         "--set", set)
       assert.are.equal(0, c2, e2)

@@ -1565,8 +1565,56 @@ local function deepseek(r, cfg, file, v3)
   return deepseek_router(m, r, cfg, file, v3, method)
 end
 
-builders.deepseek_v2 = function(r, cfg, file) return deepseek(r, cfg, file, false) end
-builders.deepseek_v3 = function(r, cfg, file) return deepseek(r, cfg, file, true) end
+--- DeepseekV2Config's defaults (transformers configuration_deepseek_v2.py
+-- @ 008e5743) for the count and shape keys a `deepseek_v2` config may leave
+-- out (num_experts_per_tok has no default there: a config must give it).
+M.DEEPSEEK_V2_DEFAULTS = {
+  vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008, num_hidden_layers = 32,
+  num_attention_heads = 32, first_k_dense_replace = 0, kv_lora_rank = 512, q_lora_rank = 1536,
+  n_routed_experts = 64, n_shared_experts = 2, qk_nope_head_dim = 128, qk_rope_head_dim = 64,
+  v_head_dim = 128, moe_intermediate_size = 1407, topk_method = "greedy",
+}
+
+--- DeepseekV3Config's defaults (transformers configuration_deepseek_v3.py
+-- @ 008e5743; DeepSeek-V3's shape, which Kimi-K2's `kimi_k2` configs load
+-- with) for the keys a `deepseek_v3` config may leave out: a DeepSeek-V3 or
+-- Kimi-K2 file without n_routed_experts is transformers' 256 experts, not a
+-- dense model.
+M.DEEPSEEK_V3_DEFAULTS = {
+  vocab_size = 129280, hidden_size = 7168, intermediate_size = 18432, moe_intermediate_size = 2048,
+  num_hidden_layers = 61, num_attention_heads = 128, n_shared_experts = 1, n_routed_experts = 256,
+  kv_lora_rank = 512, q_lora_rank = 1536, qk_rope_head_dim = 64, v_head_dim = 128,
+  qk_nope_head_dim = 128, num_experts_per_tok = 8, first_k_dense_replace = 3,
+}
+
+--- The DeepSeek keys whose null the original remote code
+-- (modeling_deepseek.py: `if config.q_lora_rank is None`, `config.
+-- n_routed_experts is not None and ...`, `if config.n_shared_experts is not
+-- None`) reads as none: q_proj without compression, dense layers, no shared
+-- expert.  Only an absent one takes the class default.
+M.DEEPSEEK_NULL_MEANS_NONE = { "q_lora_rank", "n_routed_experts", "n_shared_experts" }
+
+-- class_defaults for DeepSeek's classes, an explicit null of
+-- M.DEEPSEEK_NULL_MEANS_NONE kept.
+local function deepseek_defaults(cfg, defaults)
+  local c = class_defaults(cfg, defaults)
+  for _, k in ipairs(M.DEEPSEEK_NULL_MEANS_NONE) do
+    if cfg[k] == cjson.null then
+      c[k] = cjson.null
+      if shape_defaults then shape_defaults[k] = nil end
+    end
+  end
+  return c
+end
+
+builders.deepseek_v2 = function(_, cfg, file)
+  local c = deepseek_defaults(cfg, M.DEEPSEEK_V2_DEFAULTS)
+  return deepseek(reader(c, file), c, file, false)
+end
+builders.deepseek_v3 = function(_, cfg, file)
+  local c = deepseek_defaults(cfg, M.DEEPSEEK_V3_DEFAULTS)
+  return deepseek(reader(c, file), c, file, true)
+end
 
 --- YoutuConfig's defaults (transformers configuration_youtu.py @
 -- 008e5743, documented as tencent/Youtu-LLM-2B's) for the keys a
@@ -5752,7 +5800,7 @@ local function kimi_linear(cfg, file, notes, k3)
   c.topk_method, c.scoring_func = "noaux_tc", "sigmoid"
   c.max_position_embeddings = cfg.model_max_length
   if k3 then c.hidden_act = "silu" end -- SiTU: kimi_k3 (llama_like asks for SwiGLU's silu)
-  local m = builders.deepseek_v3(reader(c, file), c, file)
+  local m = deepseek(reader(c, file), c, file, true)
   if k3 then kimi_k3(m, cfg, la, file, notes) end
   m.position_embedding = "none"
   local lr = reader(la, file .. ": linear_attn_config")

@@ -34,7 +34,16 @@ local function nsys_rows(fail, con, sql)
 end
 
 -- The columns of a table of an open export (empty when there is none).
+-- Nsight Systems writes tables; a view (or a virtual table) is refused
+-- before it is read: its rows are a query's, with no bound on their
+-- number or time (a breaker's recursive view hung `calibrate --trace`).
 local function nsys_columns(fail, con, tbl)
+  local kind = nsys_rows(fail, con, "SELECT type FROM sqlite_master WHERE name = '" .. tbl .. "'")[1]
+  if kind and (kind.type ~= "table" or #nsys_rows(fail, con, "SELECT 1 FROM sqlite_master WHERE name = '" .. tbl ..
+      "' AND sql LIKE 'CREATE VIRTUAL%'") > 0) then
+    fail(("Nsight Systems export: %s is a %s, not a table (nsys export writes tables)"):format(tbl,
+      kind.type == "table" and "virtual table" or tostring(kind.type)))
+  end
   local cols = {}
   for _, r in ipairs(nsys_rows(fail, con, "PRAGMA table_info(" .. tbl .. ")")) do cols[r.name] = true end
   return cols
@@ -149,6 +158,7 @@ function M.load(path, fail)
   local good, result = pcall(function()
     check_runtime(fail, con)
     local names = {}
+    nsys_columns(fail, con, "StringIds")
     for _, r in ipairs((counted(fail, con, "StringIds", "SELECT id, value FROM StringIds", 0))) do
       names[r.id] = r.value
     end

@@ -848,7 +848,9 @@ function M.parse_cluster_spec(s)
   if not nodes then nodes, gpus = rest:match("^(%d+)$"), tostring(host) end
   if not nodes then return nil end
   nodes, gpus = math.tointeger(tonumber(nodes)), math.tointeger(tonumber(gpus))
-  if not nodes or not gpus or nodes * gpus >= 2 ^ 24 then
+  -- each factor first: an integer product of two large counts wraps
+  -- (4611686018427387905 x 4 is 4 in 64-bit integers)
+  if not nodes or not gpus or nodes >= 2 ^ 24 or gpus >= 2 ^ 24 or nodes * gpus >= 2 ^ 24 then
     util.fail("cluster", "num_devices", "nodes x devices per node must be below 2^24", rest)
   end
   return presets.cluster(dev, nodes, gpus)

@@ -40,6 +40,14 @@ M.MAX_FILE_BYTES = 1 << 30
 -- take about three times this in memory.  A longer profile: record one
 -- rank and fewer steps (torch.profiler's schedule).
 M.MAX_JSON_BYTES = 512 << 20
+--- Most memory decoding a trace's JSON may take (bytes, as
+-- apsearch.core.json_decoded_bytes's upper estimate has it before
+-- decoding).  The two public profiles in tests/fixtures/traces estimate
+-- at 7.2 and 8.3 times their text (they decode into 2.2 and 2.8 times),
+-- so a profile of M.MAX_JSON_BYTES is read; half a gigabyte of
+-- `[{},{},...]` (which 0.5 MB of gzip inflates to) would take some 16 GB
+-- and is refused.
+M.MAX_DECODED_BYTES = 6 << 30
 --- Bytes inflated per step.
 local INFLATE_CHUNK = 1 << 16
 -- (deflate expands at most about 1,032:1, so one step inflates at most
@@ -216,6 +224,11 @@ function M.load(path)
   end
   local text = M.read_text(path)
   util.refuse_nul(path, text, function(problem) fail(path, problem) end)
+  local decoded = require("apsearch.core").json_decoded_bytes(text)
+  if decoded > M.MAX_DECODED_BYTES then
+    fail(path, ("decoding it would take about %.0f MiB, more than %d MiB (%.1f MiB of JSON): record fewer steps " ..
+      "or one rank"):format(decoded / 2 ^ 20, M.MAX_DECODED_BYTES >> 20, #text / 2 ^ 20))
+  end
   local cjson = require "cjson.safe"
   local doc, err = cjson.decode(text)
   if doc == nil then

@@ -87,6 +87,9 @@ void apsl_push_graph_scope(lua_State *L, int v);
 /** core.json_duplicate_key (ljsondup.c, documented there): the first key
  *  a JSON object gives twice, and its line. */
 int apsl_json_duplicate_key(lua_State *L);
+/** core.json_decoded_bytes (ljsonsize.c, documented there): an upper
+ *  estimate of the bytes decoding a JSON text allocates. */
+int apsl_json_decoded_bytes(lua_State *L);
 
 /* ------------------------------------------------------------ table -> C */
 

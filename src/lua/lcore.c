@@ -918,6 +918,7 @@ static const luaL_Reg module_funcs[] = {
     {"csv_rows", apsl_csv_rows},
     {"json_encode", apsl_json_encode},
     {"json_duplicate_key", apsl_json_duplicate_key},
+    {"json_decoded_bytes", apsl_json_decoded_bytes},
     {NULL, NULL}
 };
 

@@ -242,6 +242,18 @@ describe("apsearch binary", function()
       assert.truthy(out:find("on 8 x h100-sxm-80gb", 1, true))
     end)
 
+    it("refuses a --cluster count whose product wraps in 64-bit integers", function()
+      -- 4611686018427387905 hosts x 4 GPUs is 4 in Lua's integers: a breaker's
+      -- run searched 4 GB200s and exited 0 (2026-12-07)
+      local code, _, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "gb200:4611686018427387905")
+      assert.are.equal(2, code)
+      assert.are.equal("apsearch: --cluster: num_devices: nodes x devices per node must be below 2^24 "
+        .. "(got \"4611686018427387905\")\n", err)
+      code, _, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2x4611686018427387905")
+      assert.are.equal(2, code)
+      assert.truthy(err:find("must be below 2^24", 1, true), err)
+    end)
+
     it("notes that --cluster DEVICE:NODES counts hosts, with the spec for that many GPUs", function()
       local _, _, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:64", "--top-k", "1")
       assert.truthy(err:find("apsearch: note: --cluster h100-sxm-80gb:64 is 64 hosts of 8 GPUs, 512 GPUs "

@@ -87,6 +87,27 @@ describe("2025-26 families: exact parameter counts", function()
     assert.are.equal(1026408232448, c.total)
     assert.are.equal(32861500928, c.active)
     assert.is_true(math.abs(c.total / 1e12 - 1) < 0.03) -- the card's 1T
+    -- a file without n_routed_experts is DeepseekV3Config's 256 experts
+    -- (configuration_deepseek_v3.py @ 008e5743), said, not a dense model (a
+    -- breaker's finding, 2026-12-07): 128 fewer experts of 44,040,192 and
+    -- router rows of 7168 + 1 on each of the 60 MoE layers
+    local cfg = decoded("kimi-k2-instruct")
+    cfg.n_routed_experts, cfg.n_shared_experts = nil, nil
+    local info2
+    m, info2 = hf.from_config(cfg, "k2.json")
+    assert.are.same({ 256, 2048 }, { m.num_experts, m.shared_expert_ffn_hidden_size })
+    assert.are.equal(1026408232448 - 60 * (128 * 44040192 + 128 * 7168 + 128), core.model_params(m).total)
+    assert.are.equal(688124499968, core.model_params(m).total)
+    assert.are.equal("k2.json: not in the config, taken from transformers' deepseek_v3 class defaults: " ..
+      "n_routed_experts = 256, n_shared_experts = 1 (they set the parameter count; a model's own config states them)",
+      info2.notes[2])
+    -- an explicit null is the remote code's none (modeling_deepseek.py: no
+    -- shared expert; no query compression), not the class default
+    cfg.n_routed_experts, cfg.n_shared_experts, cfg.q_lora_rank = 384, cjson.null, cjson.null
+    m, info2 = hf.from_config(cfg, "k2.json")
+    assert.are.same({ 384, nil, nil }, { m.num_experts, m.shared_expert_ffn_hidden_size, m.q_lora_rank })
+    assert.are.equal(2, #info2.notes) -- kimi_k2 read as deepseek_v3; the fp8 checkpoint
+    for _, n in ipairs(info2.notes) do assert.falsy(n:find("class defaults", 1, true), n) end
   end)
 
   -- Qwen/Qwen3-Coder-480B-A35B-Instruct (card: 480B total, 35B
@@ -832,9 +853,9 @@ describe("2025-26 families: refusals name what is not modelled", function()
         vision_config = {} }, "m.json"))
     -- the text model's errors name the text_config
     local bad = copy(text)
-    bad.num_hidden_layers = nil
+    bad.num_hidden_layers = -1
     assert.truthy(err_of(hf.from_config, { model_type = "kimi_k25", text_config = bad, vision_config = {} },
-      "m.json"):find("^m%.json: text_config: num_hidden_layers: required key is missing"))
+      "m.json"):find("^m%.json: text_config: num_hidden_layers: "))
   end)
 
   -- Qwen/Qwen3-VL-30B-A3B-Instruct: its text model is Qwen3-MoE

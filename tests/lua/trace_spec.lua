@@ -699,6 +699,16 @@ describe("apsearch.trace GEMMs", function()
     local nocol = export("nocol.sqlite", "start, end, globalTid, correlationId", { "(1, 2, 1, 1)" })
     assert.truthy(one_line(apsearch("calibrate", "--trace", nocol)):find(
       "Nsight Systems export: CUPTI_ACTIVITY_KIND_RUNTIME has no column nameId", 1, true))
+    -- a view in place of a table is refused before it is read: a
+    -- recursive one never ends (a breaker's export hung calibrate --trace)
+    local endless = dir .. "/view.sqlite"
+    local con = assert(driver:connect(endless))
+    assert(con:execute("CREATE TABLE StringIds (id INTEGER, value TEXT)"))
+    assert(con:execute("CREATE VIEW CUPTI_ACTIVITY_KIND_RUNTIME AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL " ..
+      "SELECT i + 1 FROM n) SELECT i AS start, i + 1 AS end, 1 AS globalTid, i AS correlationId, 1 AS nameId FROM n"))
+    con:close()
+    assert.truthy(one_line(apsearch("calibrate", "--trace", endless)):find(endless .. ": trace: Nsight Systems " ..
+      "export: CUPTI_ACTIVITY_KIND_RUNTIME is a view, not a table (nsys export writes tables)\n", 1, true))
     -- the row limit counts the strings too
     local nsys = require "apsearch.nsys"
     local limit = nsys.MAX_ROWS
@@ -762,6 +772,39 @@ describe("apsearch calibrate --trace", function()
     assert.truthy(e3:find("apsearch: note: calibration " .. dir .. "/c.json applied to a100-sxm4-80gb: " ..
       "gpu_min_kernel_seconds 3e-06, gpu_seconds_per_kernel 3e-06, host_seconds_per_kernel 2.3e-05, " ..
       "host_seconds_per_loop_kernel 4e-06", 1, true), e3)
+  end)
+
+  it("refuses a trace whose JSON would decode into more than MAX_DECODED_BYTES", function()
+    local trace = require "apsearch.trace"
+    -- core.json_decoded_bytes by hand on {"a":[1,2,{},"x,y"]}: 20 bytes of
+    -- text, 3 containers x 72, 6 values (3 containers + 3 commas outside
+    -- strings) x 48, 2 strings x 40 = 20 + 216 + 288 + 80 = 604
+    assert.are.equal(604, require("apsearch.core").json_decoded_bytes('{"a":[1,2,{},"x,y"]}'))
+    -- the public A100 profile: the estimate is above what decoding it
+    -- takes (2.2x its text), and 7.2x its text, so a profile of
+    -- MAX_JSON_BYTES is read
+    local text = trace.read_text(FIXTURE)
+    local estimate = require("apsearch.core").json_decoded_bytes(text)
+    collectgarbage()
+    local before = collectgarbage("count") * 1024
+    local doc = require("cjson").decode(text)
+    collectgarbage()
+    local took = collectgarbage("count") * 1024 - before
+    assert.truthy(doc.traceEvents)
+    assert.is_true(took > 2 * #text and took < estimate, took)
+    assert.is_true(estimate / #text * trace.MAX_JSON_BYTES < trace.MAX_DECODED_BYTES, estimate / #text)
+    -- two-byte tables: a breaker's 0.5 MB gzip of "[{},{},...]" inflated
+    -- to 512 MiB and took 15.9 GB; here 200,001 of them against a limit
+    -- lowered to 16 MiB
+    local dir = tmpdir()
+    local bomb = write(dir .. "/bomb.json", '{"traceEvents": [' .. string.rep("{},", 200000) .. "{}]}")
+    local limit = trace.MAX_DECODED_BYTES
+    trace.MAX_DECODED_BYTES = 16 << 20
+    local ok, err = pcall(trace.load, bomb)
+    trace.MAX_DECODED_BYTES = limit
+    assert.is_false(ok)
+    assert.are.equal(bomb .. ": trace: decoding it would take about 33 MiB, more than 16 MiB (0.6 MiB of JSON): " ..
+      "record fewer steps or one rank", err)
   end)
 
   it("refuses bad traces with one line naming the file", function()

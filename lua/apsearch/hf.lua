@@ -2022,6 +2022,33 @@ local function sub_config(cfg, key, file, required)
   return v
 end
 
+--- The shape keys a multimodal wrapper's text model reads from its
+-- `text_config` only: at the file's top level, with no text_config
+-- giving them, they are a text config saved under the wrapper's type.
+M.TEXT_SHAPE_KEYS = { "num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads" }
+
+-- A multimodal wrapper's `text_config` (sub_config), refused when the
+-- file's top level has M.TEXT_SHAPE_KEYS the text_config does not give:
+-- the wrapper's class (Gemma3Config, Gemma4Config, Llama4Config) ignores
+-- them and builds its text model from the text class's defaults (Gemma
+-- 3 27B's text fields under model_type gemma3, as in a Megatron-Bridge
+-- test fixture, are a 2.6B model to transformers).
+local function text_config(cfg, file, text_type)
+  local text = sub_config(cfg, "text_config", file, false)
+  local keys, values = {}, {}
+  for _, k in ipairs(M.TEXT_SHAPE_KEYS) do
+    if type(cfg[k]) == "number" and is_null(text[k]) then
+      keys[#keys + 1], values[#values + 1] = k, util.describe(cfg[k])
+    end
+  end
+  if #keys > 0 then
+    util.fail(file, table.concat(keys, ", "), ("model_type %s reads its text model from text_config, not the " ..
+      "top level: transformers ignores these (%s) and builds the text model's defaults; move them into " ..
+      "text_config, or set model_type to %s"):format(tostring(cfg.model_type), table.concat(values, ", "),
+      text_type), nil, false)
+  end
+  return text
+end
 
 --- Attention kinds of transformers' `layer_types` (GptOssConfig,
 -- Gemma3TextConfig), true for the windowed ones.
@@ -4123,7 +4150,7 @@ end
 -- `vision_config` counted apart (info.vision_params) and said so.
 function builders.gemma3(r, cfg, file, notes, info)
   local where = file .. ": text_config"
-  local m = gemma3_text(sub_config(cfg, "text_config", file, false), where, notes)
+  local m = gemma3_text(text_config(cfg, file, "gemma3_text"), where, notes)
   local tower, proj = M.gemma3_vision_params(sub_config(cfg, "vision_config", file, false),
     m.hidden_size, file .. ": vision_config")
   info.vision_params = tower + proj
@@ -4389,7 +4416,7 @@ end
 -- vision tower of `vision_config` (null: none) counted apart
 -- (info.vision_params); the audio tower said, not counted.
 function builders.gemma4(r, cfg, file, notes, info)
-  local t = with_defaults(sub_config(cfg, "text_config", file, false),
+  local t = with_defaults(text_config(cfg, file, "gemma4_text"),
     { tie_word_embeddings = r.bool("tie_word_embeddings", true) })
   local m = gemma4_text(t, file .. ": text_config", notes, info)
   info.config_keys = text_config_keys(info.config_keys)
@@ -4602,7 +4629,7 @@ end
 -- `text_config` (absent: every default), the vision tower of
 -- `vision_config` counted apart (info.vision_params) and said so.
 function builders.llama4(r, cfg, file, notes, info)
-  local m = llama4_text(sub_config(cfg, "text_config", file, false), file .. ": text_config", notes)
+  local m = llama4_text(text_config(cfg, file, "llama4_text"), file .. ": text_config", notes)
   local tower, proj = M.llama4_vision_params(sub_config(cfg, "vision_config", file, false),
     m.hidden_size, file .. ": vision_config")
   info.vision_params = tower + proj

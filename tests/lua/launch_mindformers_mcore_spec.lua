@@ -132,6 +132,23 @@ describe("MindFormers' use_legacy False models (issue 25)", function()
     assert.are.equal("null", mc(text, "q_lora_rank"))
   end)
 
+  it("write DeepSeek-V3.2 as DeepSeek-V3's model without the indexer, and say so", function()
+    -- the indexer is all the deepseek_v3 model lacks: it is written (MLA,
+    -- experts, MTP) with the sparse attention dropped, as TorchTitan's file
+    -- does, not as LlamaConfig's parallel settings alone (a new user's
+    -- finding, 2026-12-07)
+    local m = load("deepseek-v3.2")
+    assert.are.same({ "deepseek_v3", { mcore.DSA_LACK } }, { mcore.family(m, 4096) })
+    local text, notes = yaml_of(m, { dp_degree = 8, pp_degree = 8, ep_degree = 8, zero_stage = 0,
+      micro_batch_size = 1, layer_recompute = "full" }, { global_batch_size = 512 }, 64)
+    assert.are.same({ '"deepseek_v3"', "1536", "256" }, { mc(text, "model_type"), mc(text, "q_lora_rank"),
+      mc(text, "n_routed_experts") })
+    assert.is_true(has_note(notes, "NOT EXPRESSIBLE in MindFormers: DeepSeek Sparse Attention (the lightning " ..
+      "indexer of 64 x 128 and top-2048 sparse attention): MindFormers' deepseek_v3 model has no indexer and " ..
+      "attends densely; written without it"))
+    assert.is_false(has_note(notes, "NOT WRITTEN: the model's architecture"))
+  end)
+
   it("refuse what the training graph would build otherwise, or say so (a breaker's pass)", function()
     -- a dense MLA model: DeepseekV3Config's defaults would add 256 experts
     local m = load("deepseek-v3")

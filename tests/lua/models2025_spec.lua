@@ -167,6 +167,29 @@ describe("2025 families: exact parameter counts", function()
     assert.are.same({ 26, 2304 }, { m.num_layers, m.hidden_size })
     assert.is_true(has_note(info, "num_hidden_layers 26, hidden_size 2304, intermediate_size 9216"))
   end)
+
+  it("a text config saved under a wrapper's type is refused, naming the shape keys it would lose", function()
+    -- Gemma 3 27B's text fields at the top level under model_type gemma3
+    -- (Megatron-Bridge's test_gemma3_bridge.py fixture does this):
+    -- Gemma3Config ignores them and builds Gemma3TextConfig's 2.6B default
+    -- text model, which a new user's search took for the 27B (2026-12-07)
+    local dir = H.tmpdir()
+    local path = H.write(dir .. "/g3.json", '{"model_type":"gemma3","hidden_size":5376,"num_hidden_layers":62,' ..
+      '"intermediate_size":21504,"num_attention_heads":32,"num_key_value_heads":16,"head_dim":128}')
+    assert.are.equal(path .. ": num_hidden_layers, hidden_size, intermediate_size, num_attention_heads: model_type " ..
+      "gemma3 reads its text model from text_config, not the top level: transformers ignores these (62, 5376, " ..
+      "21504, 32) and builds the text model's defaults; move them into text_config, or set model_type to " ..
+      "gemma3_text", H.err_of(hf.load, path))
+    -- the same under Llama 4's and Gemma 4's wrappers; a top-level key the
+    -- text_config also gives is the text_config's (no refusal)
+    path = H.write(dir .. "/l4.json", '{"model_type":"llama4","hidden_size":5120}')
+    assert.truthy(H.err_of(hf.load, path):find(": hidden_size: model_type llama4 reads its text model from " ..
+      "text_config", 1, true))
+    path = H.write(dir .. "/g4.json", '{"model_type":"gemma4","num_hidden_layers":60}')
+    assert.truthy(H.err_of(hf.load, path):find("set model_type to gemma4_text$"))
+    path = H.write(dir .. "/ok.json", '{"model_type":"gemma3","hidden_size":2304,"text_config":{"hidden_size":2304}}')
+    assert.are.equal(2304, hf.load(path).hidden_size)
+  end)
 end)
 
 describe("2025 families: what the estimate does not price is said", function()

@@ -120,6 +120,11 @@ M.BLOCK_LACKS_WHY = {
   gdn = "no Gated DeltaNet model",
 }
 
+--- What the families lack for DeepSeek Sparse Attention (DeepSeek-V3.2,
+-- GLM-5): no indexer.  mindspore.lua writes the deepseek_v3 model without
+-- it when that is all it lacks, and says so.
+M.DSA_LACK = "the DeepSeek Sparse Attention indexer"
+
 --- What a block of these families lacks (the reasons none builds the
 -- model): launch.decoder_block_lacks, and the parts GPTModel's local
 -- spec has no key for here.
@@ -130,7 +135,7 @@ local function block_lacks(m, seq, W)
   for _, what in ipairs(launch_util.decoder_block_lacks(m, seq, M.BLOCK_LACKS_WHY)) do W(what) end
   if m.attn_out_bias or m.mlp_bias then W("output-projection or MLP biases (add_bias_linear False)") end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then W("partial RoPE (rotary_percent 1.0 only)") end
-  if (m.index_n_heads or 0) > 0 then W("the DeepSeek Sparse Attention indexer") end
+  if (m.index_n_heads or 0) > 0 then W(M.DSA_LACK) end
   if m.moe_router_linear_bias or m.moe_router_input_probs then W("a router of its own (bias or input scaling)") end
   if m.shared_expert_gate then W("the shared experts' sigmoid gate") end
 end

@@ -496,9 +496,10 @@ local function not_modelled(file, key, why, v)
   error(("NotImplemented: %s: %s: %s (got %s)"):format(file, key, why, util.describe(v)), 0)
 end
 
---- The config keys that set a weight's count or shape: taken from a
--- config class's default (a config.json that leaves one out), they change
--- the parameter count, so a load says which (M.from_config's note).  The keys a
+--- The config keys that set a weight's count or shape (sizes, and the
+-- bias switches attention_bias and mlp_bias): taken from a config
+-- class's default (a config.json that leaves one out), they change the
+-- parameter count, so a load says which (M.from_config's note).  The keys a
 -- model's own note already names (num_key_value_heads) are left out.
 M.COUNT_KEYS = {}
 for _, k in ipairs({ "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
@@ -508,7 +509,7 @@ for _, k in ipairs({ "vocab_size", "hidden_size", "intermediate_size", "num_hidd
                      "num_experts_per_tok", "moe_topk", "first_k_dense_replace", "moe_layer_freq",
                      "moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval",
                      "decoder_sparse_step", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
-                     "qk_rope_head_dim", "v_head_dim" }) do
+                     "qk_rope_head_dim", "v_head_dim", "attention_bias", "mlp_bias" }) do
   M.COUNT_KEYS[k] = true
 end
 
@@ -531,7 +532,7 @@ end
 -- M.<FAMILY>_DEFAULTS table): the M.COUNT_KEYS it fills are noted.
 local function class_defaults(cfg, defaults)
   for k, v in pairs(defaults) do
-    if shape_defaults and M.COUNT_KEYS[k] and type(v) == "number" and is_null(cfg[k]) then
+    if shape_defaults and M.COUNT_KEYS[k] and (type(v) == "number" or type(v) == "boolean") and is_null(cfg[k]) then
       shape_defaults[k] = v
     end
   end
@@ -1736,8 +1737,10 @@ M.GLM4_MOE_DEFAULTS = { partial_rotary_factor = 0.5, attention_bias = false, nor
 -- weights when norm_topk_prob and multiplies them by routed_scaling_factor
 -- (DeepSeek-V3's noaux_tc gate); num_nextn_predict_layers MTP modules,
 -- which transformers does not build (counted apart).
-function builders.glm4_moe(r, cfg, file)
+function builders.glm4_moe(_, raw, file)
   local D = M.GLM4_MOE_DEFAULTS
+  local cfg = class_defaults(raw, D)
+  local r = reader(cfg, file)
   local m = llama_like(r, cfg, file, {})
   m.qkv_bias, m.attn_out_bias = r.bool("attention_bias", D.attention_bias), false
   m.qk_norm = r.bool("use_qk_norm", false)

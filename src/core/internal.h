@@ -1493,13 +1493,16 @@ void aps_host_stage(const aps_launch_costs *k, const aps_host_program *hp,
                     double layers, double moe_layers, double recomputed,
                     aps_host_stage_time *out);
 /** Forward seconds of a rank whose GPU needs gpu seconds when the host
- *  must launch h: the larger of the two where the host may run ahead,
- *  else per synced MoE layer the larger before the sync (g_pre: the GPU's
- *  attention, norm and router of one layer) plus the larger after it
- *  (g_post: its experts, dispatch and combine); at most gpu + h->fwd,
- *  the two one after the other. */
+ *  must launch h: the larger of the two where the host may run ahead;
+ *  else, per synced MoE layer, the segment from its sync to the next
+ *  (layerprog.c sync_segment: the host's post-sync launches then the next
+ *  layer's pre-sync ones, against the GPU's g_post then g_pre, with the
+ *  g_tail of g_post -- the combine -- launched after the experts' loop),
+ *  plus the larger of the two over the rest; at most gpu + h->fwd, the
+ *  two one after the other.  g_pre: the GPU's attention, norm and router
+ *  of one layer; g_post: its experts, dispatch and combine. */
 double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
-                          double g_pre, double g_post);
+                          double g_pre, double g_post, double g_tail);
 
 /** Costs of one transformer layer for one micro-batch on one device;
  *  identical on every stage, so computed once per strategy. */
@@ -1832,6 +1835,8 @@ typedef struct {
     double moe_g_pre, moe_g_post; /**< GPU forward of one MoE layer before
                                        and after its dispatch sync, its
                                        kernel gaps included */
+    double moe_g_tail; /**< of moe_g_post, the combine's exposed
+                            all-to-all: launched after the experts */
 } aps_stage_time;
 
 /** Times of one micro-batch on pipeline rank i as laid out into st; with

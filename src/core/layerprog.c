@@ -418,8 +418,30 @@ void aps_host_stage(const aps_launch_costs *k, const aps_host_program *hp,
                (layers > 0 ? recomputed / layers : 0.0) * out->fwd;
     out->sync_layers = hp->sync ? moe_layers : 0.0;
 }
+/** Seconds from one MoE layer's sync to the next one's: the host launches
+ *  the layer's post-sync block (h_post: dispatch, the experts' loops,
+ *  combine) then the next layer's attention, norm and router (h_pre) and
+ *  waits at its sync; the GPU runs each piece once it is launched and its
+ *  predecessor done.  With the dispatch and the experts' kernels launched
+ *  through h_post and the combine (g_tail of GPU time, launched last)
+ *  after them, the segment ends at the latest of: the GPU's work end to
+ *  end, the host's last expert launch plus the combine and the next
+ *  attention block, and the host's launches end to end.  The pieces'
+ *  kernels are taken as a fluid (a piece's last kernel is short beside
+ *  the piece). */
+static double sync_segment(double h_pre, double h_post, double g_pre,
+                           double g_post, double g_tail)
+{
+    double t = g_post + g_pre;
+    double host_then_tail = h_post + g_tail + g_pre;
+    double host = h_post + h_pre;
+    if (host_then_tail > t)
+        t = host_then_tail;
+    return host > t ? host : t;
+}
+
 double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
-                          double g_pre, double g_post)
+                          double g_pre, double g_post, double g_tail)
 {
     if (h->sync_layers <= 0)
         return gpu > h->fwd ? gpu : h->fwd;
@@ -432,8 +454,7 @@ double aps_host_bound_fwd(const aps_host_stage_time *h, double gpu,
     if (h_other < 0)
         h_other = 0;
     double t = (g_other > h_other ? g_other : h_other) +
-               n * ((g_pre > h_pre ? g_pre : h_pre) +
-                    (g_post > h_post ? g_post : h_post));
+               n * sync_segment(h_pre, h_post, g_pre, g_post, g_tail);
     /* never longer than the host's launches and the GPU's work one after
      * the other: pieces that sum past the rank's GPU time (g_other clamped
      * at 0) must not charge the host a wait it cannot cause */

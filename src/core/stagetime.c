@@ -260,6 +260,13 @@ static void stage_offload(const aps_model *m, const aps_cluster *c,
                              &st->offload_exposed_bwd);
 }
 
+/** The combine's share of an MoE layer's dispatch and combine
+ *  all-to-all: the combine returns every dispatched token's hidden state
+ *  to its source, the same bytes each way (Megatron-Core
+ *  MoEAlltoAllTokenDispatcher: token_dispatch and token_combine exchange
+ *  the same output_splits / input_splits, reversed). */
+#define APS_COMBINE_SHARE 0.5
+
 /** The host's launches of rank i's layers, the GPU's gaps between their
  *  kernels, and the GPU forward of one MoE layer before its dispatch sync
  *  (attention, norm, router: the layer's forward without the FFN it
@@ -282,6 +289,9 @@ static void stage_host(const aps_cluster *c, const aps_layout *lay,
                         mo->router_floor_fwd + st->gaps.attn + st->gaps.moe_pre;
         st->moe_g_post = lc->moe.moe_fwd + st->ep_exposed_fwd / mo->moe_layers +
                          st->gaps.moe_post;
+        /* the combine moves the dispatch's bytes back: half the exposed
+         * all-to-all (token_dispatcher.py token_dispatch / token_combine) */
+        st->moe_g_tail = APS_COMBINE_SHARE * st->ep_exposed_fwd / mo->moe_layers;
     }
 }
 
@@ -325,7 +335,8 @@ void aps_stage_fwd_bwd(const aps_stage_time *st, double *tf, double *tb)
 {
     double gf, gb;
     stage_gpu_fwd_bwd(st, &gf, &gb);
-    *tf = aps_host_bound_fwd(&st->host, gf, st->moe_g_pre, st->moe_g_post);
+    *tf = aps_host_bound_fwd(&st->host, gf, st->moe_g_pre, st->moe_g_post,
+                             st->moe_g_tail);
     *tb = gb > st->host.bwd ? gb : st->host.bwd;
 }
 

@@ -405,26 +405,40 @@ static void test_router_floor(void **state)
 }
 
 /* The larger of GPU and host: without a sync over the whole forward;
- * with one per MoE layer, before and after it apart.  Host: attention
- * 1, router 2, after the sync 5 per MoE layer, 2 MoE layers, 3 s in the
- * rest (forward 19); GPU: 4 before, 3 after, 1 in the rest (15):
+ * with one per MoE layer, from one sync to the next (the host's post-sync
+ * launches, then the next layer's attention and router; the GPU's
+ * post-sync block, then its pre-sync one).  Host: attention 1, router 2,
+ * after the sync 5 per MoE layer, 2 MoE layers, 3 s in the rest (forward
+ * 19); GPU: 4 before, 3 after of which the combine 1, 1 in the rest (15):
  *   no sync  max(15, 19) = 19
- *   sync     max(1, 3) + 2 x (max(4, 3) + max(3, 5)) = 21 */
+ *   sync     max(1, 3) + 2 x max(3 + 4, 5 + 1 + 4, 5 + 3) = 3 + 2 x 10 = 23
+ *            (the combine runs after the host's last expert launch: 1 s a
+ *            layer more than the two sides' larger before and after the
+ *            sync apart, 3 + 2 x (4 + 5) = 21)
+ *   no tail  3 + 2 x max(7, 9, 8) = 21 */
 static void test_host_bound_forward(void **state)
 {
     (void)state;
     aps_host_stage_time h = {.fwd = 19.0, .attn = 1.0, .moe_pre = 2.0,
                              .moe_post = 5.0, .sync_layers = 0.0};
-    ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0), 19.0, 0.0);
-    ASSERT_REL(aps_host_bound_fwd(&h, 25.0, 4.0, 3.0), 25.0, 0.0);
+    ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0, 1.0), 19.0, 0.0);
+    ASSERT_REL(aps_host_bound_fwd(&h, 25.0, 4.0, 3.0, 1.0), 25.0, 0.0);
     h.sync_layers = 2.0;
-    ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0), 21.0, 0.0);
+    ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0, 1.0), 23.0, 0.0);
+    ASSERT_REL(aps_host_bound_fwd(&h, 15.0, 4.0, 3.0, 0.0), 21.0, 0.0);
+    /* a host-heavy attention block (3 + 3) launched while the GPU still
+     * runs the previous layer's experts (6, combine 1): the segment is
+     * max(6 + 2, 1 + 1 + 2, 1 + 6) = 8, not max(2, 6) + max(6, 1) = 12;
+     * host 2 x 7 + 1 = 15 in all, GPU 2 x 8 + 1 = 17: 1 + 2 x 8 = 17 */
+    aps_host_stage_time heavy = {.fwd = 15.0, .attn = 3.0, .moe_pre = 3.0,
+                                 .moe_post = 1.0, .sync_layers = 2.0};
+    ASSERT_REL(aps_host_bound_fwd(&heavy, 17.0, 2.0, 6.0, 1.0), 17.0, 0.0);
     /* pieces summing past the GPU time (2 x (4 + 3) = 14 > 10) with a host
      * of 0.5 s: 2 x (4 + 3) = 14 by the pieces, bounded by the two one
      * after the other, 10 + 0.5 */
     aps_host_stage_time tiny = {.fwd = 0.5, .attn = 0.1, .moe_pre = 0.1,
                                 .moe_post = 0.05, .sync_layers = 2.0};
-    ASSERT_REL(aps_host_bound_fwd(&tiny, 10.0, 4.0, 3.0), 10.5, 1e-12);
+    ASSERT_REL(aps_host_bound_fwd(&tiny, 10.0, 4.0, 3.0, 1.0), 10.5, 1e-12);
 }
 
 /* End to end, Llama-3.1-8B on one H100, one micro-batch of 4,096 tokens:

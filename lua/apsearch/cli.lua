@@ -6,7 +6,7 @@
 --                  [--rules RULE.lua]... [--launchable FRAMEWORK] [--torchtitan-version VERSION]
 --                  [--objective NAME|OBJ.lua] [--formatter FMT.lua] [--unsafe]
 --                  [--sandbox-instructions N] [--sandbox-memory-mib N]
---                  [--sandbox-seconds S] [--sandbox-cpu-seconds S]
+--                  [--sandbox-seconds S] [--sandbox-cpu-seconds S] [--sandbox-run-instructions N]
 --     apsearch estimate [POLICY.lua] --strategy KEY=VALUE,... [--model ...] [--cluster ...]
 --                  [--set KEY=VALUE]... [--format table|json]
 --     apsearch presets [--format table|json]
@@ -129,6 +129,8 @@ local function common_options(c, formats)
   c:flag("-q, --quiet", "no log lines on stderr")
   -- the sandbox of policies, rules, objectives, formatters (apsearch.rules)
   c:option("--sandbox-instructions=N", "instruction limit of one call into a script (default 100000000; 0: none)")
+  c:option("--sandbox-run-instructions=N",
+    "instruction limit of every call into scripts together, per process (default 100000000000; 0: none)")
   c:option("--sandbox-memory-mib=N", "memory cap of one call into a script, MiB (default 256; 0: none)")
   c:option("--sandbox-seconds=S", "wall-clock limit of one call into a script, seconds (default 10; 0: none)")
   c:option("--sandbox-cpu-seconds=S", "CPU-time limit of one call into a script, seconds (default 5; 0: none)")
@@ -138,7 +140,7 @@ end
 -- the sandbox's time limits accept fractions of a second, up to this
 local MAX_SANDBOX_SECONDS = 1e9
 
---- Applies the sandbox options (--unsafe, --sandbox-instructions,
+--- Applies the sandbox options (--unsafe, --sandbox-instructions, --sandbox-run-instructions,
 -- --sandbox-memory-mib, --sandbox-seconds, --sandbox-cpu-seconds) to
 -- apsearch.sandbox.
 -- @tparam table opts parsed options
@@ -147,8 +149,9 @@ local MAX_SANDBOX_SECONDS = 1e9
 function M.configure_sandbox(opts)
   local cfg = {}
   -- the bounds the sandbox takes (src/lua/lsandbox.c sandbox.configure)
-  local max = { instructions = 9e18, memory_mib = 1e9 }
-  for flag, key in pairs({ ["sandbox-instructions"] = "instructions", ["sandbox-memory-mib"] = "memory_mib" }) do
+  local max = { instructions = 9e18, run_instructions = 9e18, memory_mib = 1e9 }
+  for flag, key in pairs({ ["sandbox-instructions"] = "instructions", ["sandbox-memory-mib"] = "memory_mib",
+                           ["sandbox-run-instructions"] = "run_instructions" }) do
     local v = opts[flag]
     if v ~= nil then
       local n = util.decimal(v)

@@ -24,7 +24,8 @@ local FORMATS = { table = true, csv = true, json = true }
 
 --- Creates a session and configures the sandbox of this Lua state.
 -- @tparam[opt] table opts `unsafe` (boolean: no sandbox), `instructions`
---   (per-call instruction limit, 0 = unlimited), `memory_mib` (per-call
+--   (per-call instruction limit, 0 = unlimited), `run_instructions` (the
+--   limit of every call of the process together, 0 = unlimited), `memory_mib` (per-call
 --   memory cap in MiB, 0 = unlimited), `seconds` and `cpu_seconds`
 --   (per-call wall-clock and CPU-time limits, 0 = unlimited); absent
 --   fields keep the defaults
@@ -34,6 +35,7 @@ function M.new(opts)
   local cfg = {}
   if opts.unsafe then cfg.enabled = false end
   if opts.instructions ~= nil then cfg.instructions = opts.instructions end
+  if opts.run_instructions ~= nil then cfg.run_instructions = opts.run_instructions end
   if opts.memory_mib ~= nil then cfg.memory_mib = opts.memory_mib end
   if opts.seconds ~= nil then cfg.seconds = opts.seconds end
   if opts.cpu_seconds ~= nil then cfg.cpu_seconds = opts.cpu_seconds end

@@ -94,7 +94,7 @@
 #define SB_NS_PER_S 1000000000L
 #define SB_MAX_SECONDS 1.0e9          /* largest time limit configure accepts */
 
-enum { TRIP_NONE = 0, TRIP_INSTRUCTIONS, TRIP_MEMORY, TRIP_TIME, TRIP_CPU };
+enum { TRIP_NONE = 0, TRIP_INSTRUCTIONS, TRIP_MEMORY, TRIP_TIME, TRIP_CPU, TRIP_RUN };
 
 /* The timer thread of a state (started by the first call with a time
  * limit): while a sandboxed call runs it reads the clocks every
@@ -146,6 +146,10 @@ typedef struct {
 
     int enabled;               /* 0 with --unsafe: run only adds reports */
     long long max_instructions; /* per call; 0 = unlimited */
+    long long max_run_instructions; /* over every call of the process;
+                                       0 = unlimited */
+    long long run_count;       /* instructions charged to the calls that
+                                  ended */
     size_t max_memory;         /* bytes per call; 0 = unlimited */
 
     int depth;                 /* 1 while a sandboxed call runs */
@@ -619,6 +623,19 @@ static int trip_now(lua_State *L, sb_state *sb, int why)
     return lua_error(L);
 }
 
+/* The instruction limit the running call is past (TRIP_INSTRUCTIONS:
+ * its own; TRIP_RUN: the process's, over every call so far), or
+ * TRIP_NONE. */
+static int count_over(const sb_state *sb)
+{
+    if (sb->max_instructions > 0 && sb->count > sb->max_instructions)
+        return TRIP_INSTRUCTIONS;
+    if (sb->max_run_instructions > 0 &&
+        sb->count > sb->max_run_instructions - sb->run_count)
+        return TRIP_RUN;
+    return TRIP_NONE;
+}
+
 /* 1 while a metered sandboxed call runs. */
 static int metering(const sb_state *sb)
 {
@@ -638,8 +655,8 @@ static void charge(lua_State *L, sb_state *sb, long long n)
         lua_error(L);
     }
     sb->count = n > (long long)9e18 - sb->count ? (long long)9e18 : sb->count + n;
-    if (sb->max_instructions > 0 && sb->count > sb->max_instructions)
-        trip_now(L, sb, TRIP_INSTRUCTIONS);
+    if (count_over(sb) != TRIP_NONE)
+        trip_now(L, sb, count_over(sb));
     if (atomic_load(&sb->tick) != TRIP_NONE || (timed(sb) && !sb->timer.started)) {
         int why = atomic_exchange(&sb->tick, TRIP_NONE);
         if (why == TRIP_NONE)
@@ -681,9 +698,9 @@ static void sb_hook(lua_State *L, lua_Debug *ar)
         if (n != want) /* a thread left at 1 by a poke, an old trip or the cap */
             lua_sethook(L, sb_hook, LUA_MASKCOUNT, want);
         sb->count += n;
-        if (sb->max_instructions <= 0 || sb->count <= sb->max_instructions)
+        if (count_over(sb) == TRIP_NONE)
             return;
-        trip_now(L, sb, TRIP_INSTRUCTIONS);
+        trip_now(L, sb, count_over(sb));
     }
     /* Tripped: raise now and before every further instruction. */
     lua_sethook(L, sb_hook, LUA_MASKCOUNT, 1);
@@ -764,6 +781,12 @@ static int fail(lua_State *L, sb_state *sb, int status, int tripped,
                      "time limit exceeded: more than %g s of wall-clock time "
                      "in one call (sandbox limit; raise it with "
                      "--sandbox-seconds)", sb->max_seconds);
+        else if (tripped == TRIP_RUN)
+            snprintf(text, sizeof text,
+                     "run instruction limit exceeded: more than %lld Lua "
+                     "instructions in the scripts' calls of this run "
+                     "(sandbox limit; raise it with "
+                     "--sandbox-run-instructions)", sb->max_run_instructions);
         else if (tripped == TRIP_CPU)
             snprintf(text, sizeof text,
                      "CPU time limit exceeded: more than %g s of CPU time in "
@@ -826,11 +849,28 @@ static void arm(lua_State *L, sb_state *sb)
     }
 }
 
+/* Adds the ended call's count to the process's: at most the call's own
+ * limit (work charged past it, string.rep(x, 2^40) refused, was never
+ * done), and no further than the run's limit when that one stopped it. */
+static void run_charge(sb_state *sb)
+{
+    long long n = sb->last_instructions;
+    if (sb->max_instructions > 0 && n > sb->max_instructions)
+        n = sb->max_instructions;
+    if (sb->max_run_instructions > 0 && n > sb->max_run_instructions - sb->run_count)
+        n = sb->max_run_instructions > sb->run_count
+                ? sb->max_run_instructions - sb->run_count
+                : 0;
+    sb->run_count = n > (long long)9e18 - sb->run_count ? (long long)9e18
+                                                        : sb->run_count + n;
+}
+
 static void disarm(lua_State *L, sb_state *sb)
 {
     sb->mem_armed = 0;
     sb->depth = 0;
     sb->last_instructions = sb->enabled ? sb->count : 0;
+    run_charge(sb);
     timer_disarm(sb);
     lua_sethook(L, sb->saved_hook, sb->saved_mask, sb->saved_count);
 }
@@ -960,7 +1000,7 @@ static int l_raise(lua_State *L)
 
 static void push_limits(lua_State *L, const sb_state *sb)
 {
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 8);
     lua_pushboolean(L, sb->enabled);
     lua_setfield(L, -2, "enabled");
     lua_pushnumber(L, (lua_Number)sb->max_seconds);
@@ -969,6 +1009,10 @@ static void push_limits(lua_State *L, const sb_state *sb)
     lua_setfield(L, -2, "cpu_seconds");
     lua_pushinteger(L, (lua_Integer)sb->max_instructions);
     lua_setfield(L, -2, "instructions");
+    lua_pushinteger(L, (lua_Integer)sb->max_run_instructions);
+    lua_setfield(L, -2, "run_instructions");
+    lua_pushinteger(L, (lua_Integer)sb->run_count);
+    lua_setfield(L, -2, "run_used");
     lua_pushinteger(L, (lua_Integer)sb->max_memory);
     lua_setfield(L, -2, "memory_bytes");
     lua_pushnumber(L, (lua_Number)sb->max_memory / (1024.0 * 1024.0));
@@ -976,9 +1020,10 @@ static void push_limits(lua_State *L, const sb_state *sb)
 }
 
 /**
- * sandbox.limits() -> {enabled, instructions, memory_bytes, memory_mib,
- * seconds, cpu_seconds}
- * The current settings (0 = unlimited).
+ * sandbox.limits() -> {enabled, instructions, run_instructions,
+ * run_used, memory_bytes, memory_mib, seconds, cpu_seconds}
+ * The current settings (0 = unlimited); run_used: the instructions the
+ * process's sandboxed calls have been charged so far.
  */
 static int l_limits(lua_State *L)
 {
@@ -1025,8 +1070,10 @@ static void check_seconds(lua_State *L, int t, const char *k, double *out)
 }
 
 /**
- * sandbox.configure{enabled =, instructions =, memory_mib = | memory_bytes =,
- * seconds =, cpu_seconds =, host_source =} -> previous limits.  Fields left
+ * sandbox.configure{enabled =, instructions =, run_instructions =,
+ * memory_mib = | memory_bytes =, seconds =, cpu_seconds =, host_source =}
+ * -> previous limits (run_instructions: over every call of the process,
+ * checked as the per-call count is).  Fields left
  * out keep their value; 0 means unlimited; enabled = false (--unsafe) lifts
  * every limit (reports keep their traceback); host_source is the source
  * prefix ("@<dir>/") of trusted Lua whose functions scripts call, left out
@@ -1049,6 +1096,8 @@ static int l_configure(lua_State *L)
     lua_pop(L, 1);
     if ((v = check_count(L, 1, "instructions", 9.0e18)) >= 0)
         sb->max_instructions = v;
+    if ((v = check_count(L, 1, "run_instructions", 9.0e18)) >= 0)
+        sb->max_run_instructions = v;
     if ((v = check_count(L, 1, "memory_mib", 1.0e9)) >= 0) {
         lua_getfield(L, 1, "memory_mib");
         sb->max_memory = (size_t)(lua_tonumber(L, -1) * 1024.0 * 1024.0);
@@ -1142,6 +1191,7 @@ static sb_state *push_state(lua_State *L)
     memset(sb, 0, sizeof *sb);
     sb->enabled = 1;
     sb->max_instructions = APSL_SANDBOX_DEFAULT_INSTRUCTIONS;
+    sb->max_run_instructions = APSL_SANDBOX_DEFAULT_RUN_INSTRUCTIONS;
     sb->max_memory = (size_t)APSL_SANDBOX_DEFAULT_MEMORY_MIB << 20;
     sb->max_seconds = APSL_SANDBOX_DEFAULT_SECONDS;
     sb->max_cpu_seconds = APSL_SANDBOX_DEFAULT_CPU_SECONDS;

@@ -14,6 +14,11 @@
 /** Default instruction limit of one sandboxed call (Lua VM instructions;
  *  about 0.2 to 1 s of Lua on a current CPU). */
 #define APSL_SANDBOX_DEFAULT_INSTRUCTIONS 100000000LL
+/** Default instruction limit over every sandboxed call of a process (the
+ *  run's rules, objectives and formatters together; about 4 to 17 minutes
+ *  of script time at the per-call limit's rate): a script that stays
+ *  under each call's limits on millions of candidates still ends. */
+#define APSL_SANDBOX_DEFAULT_RUN_INSTRUCTIONS 100000000000LL
 /** Default memory cap of one sandboxed call, MiB the state may grow by. */
 #define APSL_SANDBOX_DEFAULT_MEMORY_MIB 256LL
 /** Default wall-clock limit of one sandboxed call, seconds (checked from

@@ -35,7 +35,8 @@ setup(function() DIR = tmpdir() end)
 before_each(function() saved = sandbox.limits() end)
 after_each(function()
   sandbox.configure({ enabled = saved.enabled, instructions = saved.instructions,
-    memory_bytes = saved.memory_bytes, seconds = saved.seconds, cpu_seconds = saved.cpu_seconds })
+    run_instructions = saved.run_instructions, memory_bytes = saved.memory_bytes, seconds = saved.seconds,
+    cpu_seconds = saved.cpu_seconds })
 end)
 
 -- runs a script file through the loader the policies and rules use
@@ -155,6 +156,37 @@ describe("instruction limit", function()
     local ok = rules.load_file(write(DIR .. "/fast_rule.lua",
       "return { name = 'fast', check = function(c) return c.tp_degree == 1 end }")).check({ tp_degree = 1 })
     assert.is_true(ok)
+  end)
+
+  it("limits every call of the process together: a rule under each call's limit still ends", function()
+    -- a breaker's rule spent just under the per-call limits on each of
+    -- millions of candidates: hours; the run's count ends it
+    limits(1e6, 64)
+    local r = rules.load_file(write(DIR .. "/steady.lua",
+      "return { name = 'steady', check = function(c) for _ = 1, 5e5 do end return true end }"))
+    local used = sandbox.limits().run_used
+    sandbox.configure({ run_instructions = used + 2200000 })
+    assert.are.equal(used + 2200000, sandbox.limits().run_instructions)
+    for _ = 1, 4 do assert.is_true(r.check({ tp_degree = 1 })) end -- 4 x 500,000
+    local e = err_of(r.check, { tp_degree = 1 })
+    assert.truthy(e:find("steady.lua:1: run instruction limit exceeded: more than " .. (used + 2200000) ..
+      " Lua instructions in the scripts' calls of this run (sandbox limit; raise it with " ..
+      "--sandbox-run-instructions)", 1, true), e)
+    -- from the command line: a rule of 20,000 instructions a candidate
+    -- under --sandbox-run-instructions 1000000 ends the run, exit 2
+    local rule = write(DIR .. "/steady_cli.lua",
+      "return { name = 'steady', check = function(c) for _ = 1, 20000 do end return true end }")
+    local code, _, err = H.apsearch("run", "--rules", rule, "--sandbox-run-instructions", "1000000", "-q")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("steady_cli.lua:1: run instruction limit exceeded: more than 1000000 Lua instructions",
+      1, true), err)
+    code, _, err = H.apsearch("run", "--sandbox-run-instructions", "-1")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("--sandbox-run-instructions: run_instructions: must be an integer", 1, true), err)
+    -- 0 lifts it
+    sandbox.configure({ run_instructions = 0 })
+    assert.is_true(r.check({ tp_degree = 1 }))
+    assert.has_error(function() sandbox.configure({ run_instructions = -1 }) end)
   end)
 
   it("is settable and reports the count", function()

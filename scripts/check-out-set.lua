@@ -58,9 +58,20 @@ for n in lfs.dir(dir) do
   end
 end
 if next(want) then bad("missing %s", next(want)) end
-local nl = 0
-for n in lfs.dir(dir .. "/launch") do if n ~= "." and n ~= ".." then nl = nl + 1 end end
-if nl ~= nlaunch or nl ~= 3 * k then bad("%d launch files, %d listed, top-%d", nl, nlaunch, k) end
+-- one launch file per engine a rank has one for (rank<r>_<engine>.<ext>:
+-- Megatron-LM, TorchTitan, MindFormers, NeMo AutoModel), every rank of
+-- the top-k with at least one
+local nl, ranks = 0, {}
+for n in lfs.dir(dir .. "/launch") do
+  if n ~= "." and n ~= ".." then
+    nl = nl + 1
+    local r = tonumber(n:match("^rank(%d+)_"))
+    if not r or r < 1 or r > k then bad("launch file %s of no rank of the top-%d", n, k) end
+    ranks[r] = true
+  end
+end
+if nl ~= nlaunch then bad("%d launch files, %d listed", nl, nlaunch) end
+for r = 1, k do if not ranks[r] then bad("no launch file for rank %d of the top-%d", r, k) end end
 local csv = read(dir .. "/result.csv") or bad("no result.csv")
 if lines(csv) ~= k + 1 then bad("result.csv has %d lines for top-%d", lines(csv), k) end
 -- candidates.csv: as --candidates chose (result.json candidates_csv)

@@ -690,10 +690,18 @@ aps_status aps_inputs_validate(const aps_model *m, const aps_cluster *c,
 {
     const aps_device *d = &c->device;
     if (t->memory_limit_bytes > d->memory_bytes) {
-        aps_fmt(err, n, "training.memory_limit_bytes: %.2f GiB exceeds the "
-                "device capacity %.2f GiB (cluster.device.memory_bytes)",
-                t->memory_limit_bytes / 1073741824.0,
-                d->memory_bytes / 1073741824.0);
+        double lim = t->memory_limit_bytes / 1073741824.0;
+        double cap = d->memory_bytes / 1073741824.0;
+        /* within 0.005 GiB the two would print alike ("79.65 GiB exceeds
+         * ... 79.65 GiB", a breaker's report): bytes then */
+        if (fabs(lim - cap) < 0.005)
+            aps_fmt(err, n, "training.memory_limit_bytes: %.0f bytes exceeds "
+                    "the device capacity %.0f bytes (cluster.device."
+                    "memory_bytes)", t->memory_limit_bytes, d->memory_bytes);
+        else
+            aps_fmt(err, n, "training.memory_limit_bytes: %.2f GiB exceeds "
+                    "the device capacity %.2f GiB (cluster.device."
+                    "memory_bytes)", lim, cap);
         return APS_EINVAL;
     }
     if (t->memory_limit_bytes == 0 && !(d->memory_bytes - t->memory_margin_bytes > 0)) {

@@ -345,6 +345,12 @@ describe("apsearch binary", function()
       assert.are.equal("--set: constraints.memory_limit_gib: 90.00 GiB exceeds the device capacity "
         .. "79.65 GiB (cluster.device.memory_bytes)",
         one_line_error(apsearch("run", "--set", "constraints.memory_limit_gib=90")))
+      -- within 0.005 GiB of the capacity the two are said in bytes (a
+      -- breaker's "79.65 GiB exceeds the device capacity 79.65 GiB")
+      local lim, cap = one_line_error(apsearch("run", "--set", "constraints.memory_limit_gib=79.65")):match(
+        "^%-%-set: constraints%.memory_limit_gib: (%d+) bytes exceeds the device capacity (%d+) bytes " ..
+        "%(cluster%.device%.memory_bytes%)$")
+      assert.is_true(tonumber(lim) > tonumber(cap) and tonumber(lim) - tonumber(cap) < 0.005 * 2 ^ 30, lim)
     end)
 
     it("for a YaRN rope_scaling value transformers cannot use (truncate, attention_factor)", function()

@@ -2045,8 +2045,19 @@ local function cmd_inspect(args)
     for _, k in ipairs({ "layers", "final_norm", "output_layer", "total", "active" }) do keys[#keys + 1] = k end
   end
   if counts.mtp then
+    -- the checkpoint's modules may store an embedding and output copy
+    -- each (DeepSeek-V3's model.layers.61); Megatron-LM's MTP block runs
+    -- the model's own: what training them adds is said apart
+    -- (format.common.mtp_depth_params, the run line's "MTP D (+P)")
     keys[#keys + 1] = "mtp"
     keys[#keys + 1] = "mtp_active"
+    label.mtp = "mtp (as the checkpoint stores it)"
+    local per = common.mtp_depth_params(model)
+    if per and model.mtp_layers and per * model.mtp_layers ~= counts.mtp then
+      keys[#keys + 1] = "mtp_trained"
+      value.mtp_trained = per * model.mtp_layers
+      label.mtp_trained = "mtp trained (Megatron-LM: shares embedding, output)"
+    end
   end
   if info and info.vision_params then
     keys[#keys + 1] = "vision (apart)"

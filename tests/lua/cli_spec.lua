@@ -167,9 +167,16 @@ describe("apsearch binary", function()
       local r1 = ROOT .. "/tests/fixtures/heldout_configs/deepseek-ai--DeepSeek-R1.json"
       local _, _, noted = apsearch("inspect", r1)
       assert.truthy(noted:find("apsearch: note: ", 1, true), noted)
-      local c5, _, quiet = apsearch("inspect", r1, "-q")
+      local c5, r1_out, quiet = apsearch("inspect", r1, "-q")
       assert.are.equal(0, c5)
       assert.are.equal("", quiet)
+      -- the MTP module as the checkpoint stores it, and as Megatron-LM
+      -- trains it, without its embedding and output copies: 13,463,426,304
+      -- less 2 x 129,280 x 7,168 (a new user saw 13.46B in inspect and
+      -- +11.61B in run without a word on why)
+      assert.truthy(r1_out:find("\nmtp %(as the checkpoint stores it%)%s+13,463,426,304\n"), r1_out)
+      assert.are.equal(11610068224, 13463426304 - 2 * 129280 * 7168)
+      assert.truthy(r1_out:find("\nmtp trained %(Megatron%-LM: shares embedding, output%)%s+11,610,068,224\n"), r1_out)
     end)
 
     it("prints help", function()

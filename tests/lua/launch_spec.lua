@@ -44,7 +44,9 @@ local function parse_megatron(text)
         line:match("^export CUDA_DEVICE_MAX_CONNECTIONS=1  #") or
         line:match("^unset CUDA_DEVICE_MAX_CONNECTIONS  #") or
         line:match("^export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  #") or
-        line:match("^export NCCL_GRAPH_REGISTER=0  #"), "unexpected line: " .. line)
+        line:match("^export NCCL_GRAPH_REGISTER=0  #") or
+        line:match("^echo 'apsearch: not runnable as written: validate_args asserts .*' >&2; exit 1$"),
+        "unexpected line: " .. line)
     end
   end
   return flags, values, torchrun
@@ -868,10 +870,12 @@ describe("launch configs", function()
       "context parallelism is ring attention", 1, true))
     assert.truthy(by.mindformers.text:find('context_parallel_algo: "ulysses_cp"', 1, true))
     -- MindFormers' YAMLs: device_target "Ascend" (only supports "Ascend"):
-    -- the file says its header's estimate is of the cluster's GPUs
+    -- the file says its header's estimate is of another framework's job
+    -- on the cluster's devices (a new user's Ascend device table read it
+    -- as about the device alone)
     assert.truthy(by.mindformers.text:find("# NOTE: MindFormers runs on Ascend NPUs only (context.device_target " ..
-      '"Ascend"); the estimate above is of ' .. r.inputs.cluster.device.name .. ", so this file carries the layout",
-      1, true))
+      '"Ascend"); the estimate above is of a training.framework = ' .. r.inputs.training.framework .. " job on " ..
+      r.inputs.cluster.device.name .. ", so this file carries the layout", 1, true))
     -- the release's TOML: its rotate methods are ring attention too
     r.inputs.torchtitan_version = "v0.2.2"
     for _, f in ipairs(launch.render_all(r)) do
@@ -2661,8 +2665,19 @@ describe("launch files a framework's own checks refuse are marked, and --launcha
       "--set", "training.framework=fsdp2", "--fix", "ep_degree=8", "--fix", "fsdp_degree=16", "-k", "1", "-q",
       "--out", dir)
     assert.are.equal(0, code, err)
-    assert.truthy(launch_text(dir, "rank1_megatron.sh"):find('NOT EXPRESSIBLE in Megatron-LM: FSDP2 with expert '
+    local script = launch_text(dir, "rank1_megatron.sh")
+    assert.truthy(script:find('NOT EXPRESSIBLE in Megatron-LM: FSDP2 with expert '
       .. 'parallelism: validate_args asserts "--use-torch-fsdp2 is not supported with expert parallelism"', 1, true))
+    -- and the script stops before torchrun, with the assertion on stderr
+    -- (it queued a job that died at start-up; a framework pass, 2026-12-07)
+    local guard = "\necho 'apsearch: not runnable as written: validate_args asserts \"--use-torch-fsdp2 is not " ..
+      "supported with expert parallelism\"' >&2; exit 1\nexec torchrun "
+    assert.truthy(script:find(guard, 1, true), script)
+    local sh = io.popen("bash " .. dir .. "/launch/rank1_megatron.sh 2>&1; echo rc=$?")
+    local ran = sh:read("a")
+    sh:close()
+    assert.are.equal("apsearch: not runnable as written: validate_args asserts \"--use-torch-fsdp2 is not " ..
+      "supported with expert parallelism\"\nrc=1\n", ran)
     local code2, out2 = H.apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2x8",
       "--set", "training.framework=fsdp2", "--fix", "ep_degree=8", "--fix", "fsdp_degree=16", "-k", "1", "-q",
       "--launchable", "megatron")

@@ -562,6 +562,9 @@ function M.render(c)
   -- strategy-level ones for a Megatron estimate (src/core/check.c); an
   -- estimate of another framework's FSDP2 job is said NOT EXPRESSIBLE here
   local fsdp = false
+  -- what validate_args refuses at start-up: the script stops before
+  -- torchrun instead of queueing a job that dies (below)
+  local refused = {}
   local function fsdp2()
     A("--use-torch-fsdp2")
     A("--no-gradient-accumulation-fusion")
@@ -576,6 +579,7 @@ function M.render(c)
       if no[1] then
         N("NOT EXPRESSIBLE in Megatron-LM", ("FSDP2 with %s: validate_args asserts \"--use-torch-fsdp2 %s\" "
           .. "(arguments.py @ d98e8a64)"):format(no[2], no[3]))
+        refused[#refused + 1] = "--use-torch-fsdp2 " .. no[3]
       end
     end
   end
@@ -901,10 +905,28 @@ function M.render(c)
   for _, a in ipairs(args) do out[#out + 1] = "  " .. a end
   out[#out + 1] = ")"
   out[#out + 1] = ""
+  for _, line in ipairs(M.start_guard(refused)) do out[#out + 1] = line end
   out[#out + 1] = "exec torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --node-rank \"$NODE_RANK\" \\"
   out[#out + 1] = "  --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\"
   out[#out + 1] = "  \"$MEGATRON_LM/" .. M.entry_point(m) .. "\" \"${MEGATRON_ARGS[@]}\" \"$@\""
   return table.concat(out, "\n") .. "\n", notes
+end
+
+--- The lines that stop a script Megatron-LM's validate_args would refuse
+-- at start-up, before torchrun: a comment and `exit 1` with the assertion
+-- on stderr (a pass running validate_args on 210 scripts found 25 FSDP2
+-- estimates written as --use-torch-fsdp2 with pipeline or expert
+-- parallelism or tied embeddings, each a job that dies after the queue).
+-- @tparam table refused validate_args's assertion texts ({} when none)
+-- @treturn table lines (none when refused is empty)
+function M.start_guard(refused)
+  if #refused == 0 then return {} end
+  local why = table.concat(refused, "; ")
+  return {
+    "# Megatron-LM refuses these flags at start-up (validate_args, arguments.py @ d98e8a64): the script stops",
+    "# here instead of starting a job that dies; change them (NOT EXPRESSIBLE above), then delete the next line.",
+    ("echo 'apsearch: not runnable as written: validate_args asserts \"%s\"' >&2; exit 1"):format(why),
+  }
 end
 
 --- The GLU block interleave of the experts' fc1 under the fused grouped

@@ -447,10 +447,13 @@ end
 
 --- The note every MindFormers file carries: MindFormers trains on Ascend
 -- NPUs only (its YAMLs' context.device_target, "only supports Ascend"),
--- and the estimate in the file's header is of the cluster's own devices.
+-- and the estimate in the file's header is of another framework's job
+-- (training.framework) on the cluster's own devices -- an Ascend device a
+-- policy describes included: MindSpore's kernels and graph are priced by
+-- no framework profile.
 M.ASCEND_ONLY = "MindFormers runs on Ascend NPUs only (context.device_target \"Ascend\"); the estimate above " ..
-  "is of %s, so this file carries the layout (parallel degrees, stages, recompute), not the estimated step " ..
-  "time or memory"
+  "is of %s on %s, so this file carries the layout (parallel degrees, stages, recompute), not the estimated " ..
+  "step time or memory"
 
 --- The offsets of an even fill: the remainder rem of the layers over
 -- p x v chunks, one more layer each to the last chunks of the rows, row
@@ -901,7 +904,8 @@ function M.render(c)
   -- configs/qwen3/pretrain_qwen3_32b_4k.yaml @ fd4deebc: device_target
   -- "Ascend" (only supports "Ascend"); no device apsearch models is one
   local dev = c.cluster.device
-  N("NOTE", M.ASCEND_ONLY:format(type(dev) == "table" and dev.name or "the cluster's devices"))
+  N("NOTE", M.ASCEND_ONLY:format(("a training.framework = %s job"):format(tostring(tr.framework or "megatron")),
+    type(dev) == "table" and dev.name or "the cluster's devices"))
 
   local out = {}
   for _, h in ipairs(c.header) do out[#out + 1] = "# " .. h end

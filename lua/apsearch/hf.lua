@@ -7240,6 +7240,7 @@ M.UNMODELLED_ARCHITECTURES = {
   Step3p5ForCausalLM = "step3p5",
   MiniMaxM3SparseForCausalLM = "minimax_m3",
   Step3p7FlashForCausalLM = "step3p7", Step3p7ForConditionalGeneration = "step3p7",
+  Step3TextForCausalLM = "step3_text", Step3VLForConditionalGeneration = "step3_vl",
   -- the classes transformers' modeling files (and vLLM's registry, for
   -- MiniMax-Text-01 / M1) give the types M.UNMODELLED refuses
   Zamba2ForCausalLM = "zamba2", LongcatFlashForCausalLM = "longcat_flash",
@@ -7369,6 +7370,14 @@ M.UNMODELLED = {
     "(attention_other_setting), moe_layers_enum, moe_num_experts and moe_top_k, per-layer SwiGLU clamps " ..
     "(swiglu_limits); a config giving num_experts, first_k_dense_replace and share_expert_dim instead says none of " ..
     "them: give the released config.json (Step3p7ForConditionalGeneration) or its text model as a step3p5 config",
+  -- Step-3 (stepfun-ai/step3; remote code, and vLLM
+  -- vllm/model_executor/models/step3_text.py @ 0169d396: Step3TextAttention
+  -- projects the query through share_q_dim, inter_norm and wq to every
+  -- head, with one K/V head of head_dim, replicated qkv_proj)
+  step3_text = "Step-3's multi-matrix factorization attention (a share_q_dim low-rank query with its own norm " ..
+    "and wq up-projection to every head, one K/V head of head_dim) is not modelled",
+  step3_vl = "Step-3's language model (step3_text: a share_q_dim low-rank query with its own norm and wq " ..
+    "up-projection to every head, one K/V head of head_dim) is not modelled, nor is its vision tower",
   -- transformers configuration_zamba2.py (Zamba2HybridLayer: a shared transformer block)
   zamba2 = "Zamba2's shared transformer blocks (num_mem_blocks of them, reused at the hybrid layers of " ..
     "layers_block_type, on the concatenation of the hidden state and the embeddings, with per-use LoRA adapters: " ..

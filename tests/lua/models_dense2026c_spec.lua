@@ -616,6 +616,9 @@ describe("dense families, third batch: refusals name the file, key and value", f
       longcat_flash = { "zero-computation experts (zero_expert_num, zero_expert_type" },
       gemma3n = { "altup_num_inputs", "nor are its vision and audio towers" },
       gemma3n_text = { "laurel_rank", "num_kv_shared_layers" },
+      -- Step-3 (vLLM step3_text.py): was "did you mean step3p5?", another model
+      step3_text = { "share_q_dim low-rank query", "one K/V head of head_dim" },
+      step3_vl = { "share_q_dim low-rank query", "nor is its vision tower" },
     }
     for mt, parts in pairs(want) do
       local e = refusal(mt, { num_experts = 16, n_routed_experts = 8, num_local_experts = 32 })

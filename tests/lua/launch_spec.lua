@@ -2619,6 +2619,20 @@ describe("launch configs", function()
   end)
 end)
 
+describe("TorchTitan shape comments", function()
+  it("say the model's head dim beside the one the llama3 builder derives", function()
+    -- Mistral-NeMo-like: dim 5120 over 32 heads derives 160, the model's is
+    -- 128 (a new user read the comment's derived head dim as the model's)
+    local tt = require "apsearch.launch.torchtitan"
+    local s = { n_layers = 40, dim = 5120, n_heads = 32, n_kv_heads = 8, head_dim = 160, hidden_dim = 14336,
+      vocab_size = 131072, enable_weight_tying = false, max_context_length = 4096 }
+    assert.are.equal("40 layers, dim 5120, 32 heads (8 kv, head dim 160 = dim // heads; the model's 128), " ..
+      "SwiGLU 14336, vocab 131072, RoPE to 4096", tt.shape_comment(s, { head_dim = 128 }))
+    assert.are.equal("40 layers, dim 5120, 32 heads (8 kv, head dim 160), SwiGLU 14336, vocab 131072, RoPE to 4096",
+      tt.shape_comment(s, { head_dim = 160 }))
+  end)
+end)
+
 describe("TorchTitan loss", function()
   local tt = require "apsearch.launch.torchtitan"
   local function loss_lines(training)

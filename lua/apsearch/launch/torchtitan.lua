@@ -429,10 +429,19 @@ function M.model_shape(m, seq, pp)
   return shape, nil, notes
 end
 
---- One-line summary of a shape, for comments.
-function M.shape_comment(s)
-  return string.format("%d layers, dim %d, %d heads (%d kv, head dim %d), SwiGLU %d, vocab %d%s, RoPE to %d",
-    s.n_layers, s.dim, s.n_heads, s.n_kv_heads, s.head_dim, s.hidden_dim, s.vocab_size,
+--- One-line summary of a shape, for comments; given the model, a head
+-- dim the builder derives (dim // n_heads) other than the model's says
+-- both (a new user read "head dim 42" as the model's 128).
+-- @tparam table s shape (M.llama3_shape)
+-- @tparam[opt] table m model
+-- @treturn string
+function M.shape_comment(s, m)
+  local hd = tostring(s.head_dim)
+  if m and m.head_dim and m.head_dim ~= s.head_dim then
+    hd = ("%d = dim // heads; the model's %d"):format(s.head_dim, m.head_dim)
+  end
+  return string.format("%d layers, dim %d, %d heads (%d kv, head dim %s), SwiGLU %d, vocab %d%s, RoPE to %d",
+    s.n_layers, s.dim, s.n_heads, s.n_kv_heads, hd, s.hidden_dim, s.vocab_size,
     s.enable_weight_tying and ", tied embeddings" or "", s.max_context_length)
 end
 
@@ -1344,12 +1353,12 @@ function M.render(c)
     M.apply_converters(convs, lines)
   elseif flavor then
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s%s)  # %s", M.py(flavor),
-      #convs > 0 and (", converters=[" .. table.concat(convs, ", ") .. "]") or "", M.shape_comment(shape))
+      #convs > 0 and (", converters=[" .. table.concat(convs, ", ") .. "]") or "", M.shape_comment(shape, m))
   else
     local reg = named or "8B"
     lines[#lines + 1] = string.format("    # %s: %s, on HEAD's llama3 builder (the flavours' " ..
       "_build_llama3_layers and inits); the ModelSpec (parallelize, pipelining, state dict adapter) is " ..
-      "model_registry's", tostring(m.name), M.shape_comment(shape))
+      "model_registry's", tostring(m.name), M.shape_comment(shape, m))
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s)", M.py(reg))
     F("model_spec.flavor", tostring(m.name))
     M.model_config(shape, lines, import)

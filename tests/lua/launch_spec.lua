@@ -2233,12 +2233,21 @@ describe("launch configs", function()
     assert.are.equal(8, ep)
     assert.are.same({}, notes)
     -- plain replicas (zero_stage 0): dp_shard 1 x cp 1 x tp 2 = 2, ep 4 does
-    -- not divide it, written as 1 with the note
+    -- not divide it; FSDP over the 8 replicas (dp_degrees) gives 16, which
+    -- it does: written as FSDP with ep 4, the estimate's experts per rank
+    -- (a framework pass found them written as 1, every expert everywhere)
     ep, notes = fields({ ep_degree = 4, dp_degree = 8, fsdp_degree = 1, zero_stage = 0, tp_degree = 2,
+      cp_degree = 1, etp_degree = 1 })
+    assert.are.same({ 4, {} }, { ep, notes })
+    assert.are.same({ 1, 8, 0, true }, { tt_writer.dp_degrees({ dp_degree = 8, fsdp_degree = 1, zero_stage = 0,
+      ep_degree = 4, tp_degree = 2 }) })
+    -- ... and where not even the 4 replicas' FSDP holds ep 16 (4 x 2 = 8),
+    -- written as 1 with the note
+    ep, notes = fields({ ep_degree = 16, dp_degree = 4, fsdp_degree = 1, zero_stage = 0, tp_degree = 2,
       cp_degree = 1, etp_degree = 1 })
     assert.are.equal(1, ep)
     assert.are.equal(1, #notes)
-    assert.truthy(notes[1]:find("NOT EXPRESSIBLE in TorchTitan: ep_degree = 4 over data-parallel replicas: " ..
+    assert.truthy(notes[1]:find("NOT EXPRESSIBLE in TorchTitan: ep_degree = 16 over data-parallel replicas: " ..
       "expert_parallel_degree must divide data_parallel_shard_degree x cp x tp = 2 (ParallelDims); written as 1", 1, true))
     -- ZeRO-1 over the same 8 ranks is written as FSDP over them (dp_degrees):
     -- dp_shard 8 x tp 2 = 16, ep 4 divides it

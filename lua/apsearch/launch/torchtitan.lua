@@ -212,7 +212,8 @@ end
 -- (M.data_parallel_fields says so), which holds at most what ZeRO holds
 -- and lets the experts be expert-parallel, rather than as replicas that
 -- hold the whole optimizer (more memory than estimated: a job that may not
--- start).
+-- start); and plain DDP whose expert parallelism needs the shard ranks,
+-- likewise.
 -- @tparam table r the strategy
 -- @treturn integer replicate degree
 -- @treturn integer shard degree
@@ -221,6 +222,15 @@ end
 function M.dp_degrees(r)
   local R, Sd, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0
   if Sd == 1 and R > 1 and (z == 1 or z == 2) then return 1, R, z, true end
+  -- plain DDP with expert parallelism the replicas alone cannot hold:
+  -- TorchTitan's experts borrow the FSDP shard ranks (ParallelDims: ep
+  -- divides dp_shard x cp x tp), so FSDP over the same ranks keeps the
+  -- estimate's experts per rank (a framework pass found them written as
+  -- expert_parallel_degree = 1: every expert on every rank)
+  local ep, ct = r.ep_degree or 1, (r.cp_degree or 1) * (r.tp_degree or 1)
+  if Sd == 1 and R > 1 and z == 0 and ep > 1 and ct % ep ~= 0 and (R * ct) % ep == 0 then
+    return 1, R, z, true
+  end
   return R, Sd, z, false
 end
 
@@ -249,7 +259,15 @@ function M.data_parallel_fields(put, note, ne, r, fw)
     put("parallelism.fsdp_reshard_after_forward",
       (zero_as_fsdp or r.reshard_after_forward == false) and "never" or "always")
   end
-  if zero_as_fsdp then
+  if zero_as_fsdp and z == 0 then
+    note(ne, string.format(
+      "ep_degree = %d over %d plain data-parallel replicas: TorchTitan's expert parallelism takes its ranks " ..
+      "from the FSDP shard dimension (ParallelDims); written as FSDP over the same ranks " ..
+      "(data_parallel_shard_degree = %d, fsdp_reshard_after_forward = never: the parameters stay whole through " ..
+      "the backward as DDP keeps them, the gradients and optimizer states sharded): the estimate's experts per " ..
+      "rank, no more memory than estimated, more communication (FSDP gathers the parameters and " ..
+      "reduce-scatters the gradients per micro-batch)", r.ep_degree, Sd, Sd))
+  elseif zero_as_fsdp then
     note(ne, string.format(
       "ZeRO-%d (optimizer%s sharded, parameters replicated) over %d data-parallel ranks: TorchTitan " ..
       "shards with FSDP or replicates; written as FSDP over the same ranks (data_parallel_shard_degree = " ..

@@ -5,6 +5,7 @@
  * message.
  */
 #include <math.h>
+#include <string.h>
 #include "internal.h"
 
 /** Bytes per GiB, the unit of the memory-limit message. */
@@ -114,8 +115,19 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
     };
     for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
         if (div[i].v % tp != 0) {
-            aps_fmt(msg, n, "%s = %lld is not divisible by tp_degree = %lld",
-                    div[i].f, (long long)div[i].v, (long long)tp);
+            /* fewer KV heads than TP ranks: Megatron-Core replicates
+             * them (each rank all-gathers the QKV output and keeps one
+             * head, attention.py l.353-378 and get_query_key_value_
+             * tensors @ d98e8a64); apsearch does not price that, and
+             * says so rather than name a framework rule */
+            bool groups = strstr(div[i].f, "query_groups") != NULL &&
+                          div[i].v > 0 && div[i].v < tp;
+            aps_fmt(msg, n, "%s = %lld is not divisible by tp_degree = %lld%s",
+                    div[i].f, (long long)div[i].v, (long long)tp,
+                    groups ? " (Megatron-Core would replicate the KV heads "
+                             "over the TP ranks; apsearch does not price "
+                             "that layout)"
+                           : "");
             return APS_REASON_TP_DIVISIBILITY;
         }
     }

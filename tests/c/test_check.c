@@ -77,8 +77,21 @@ static void test_ap_ft_04_tp_kv_heads(void **state)
     ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_TP_DIVISIBILITY, x.msg);
     ASSERT_HAS(x.msg, "num_query_groups = 8");
+    /* fewer KV heads than ranks: a layout Megatron-Core runs (it
+     * replicates them, attention.py l.353-378 @ d98e8a64), said as
+     * apsearch's own limit, not a framework rule */
+    ASSERT_HAS(x.msg, "Megatron-Core would replicate the KV heads over the "
+                      "TP ranks; apsearch does not price that layout");
     ASSERT_REASON(all(&x), APS_REASON_TP_DIVISIBILITY, x.msg);
     expect_run_reason(&x, APS_REASON_TP_DIVISIBILITY);
+    /* 28 heads at t = 8 (Qwen2.5-7B, k = 4 < 8 too): the heads are
+     * named first, without the KV note */
+    fx_qwen25_7b(&x.m);
+    x.s.tp_degree = 8;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "num_attention_heads = 28 is not divisible by tp_degree = 8");
+    assert_null(strstr(x.msg, "replicate"));
 }
 
 /* hidden: h = 4100 with explicit d = 128, a = 32, k = 8, t = 8:

@@ -16,6 +16,11 @@ local M = {}
 -- steps (`nsys profile --capture-range`).
 M.MAX_ROWS = 2000000
 
+--- Most bytes of text read from an export (the strings of StringIds, or
+-- NVTX_EVENTS' own text): a real profile's names take a few MB; a file of
+-- 200 MB strings would hold them all in memory.
+M.MAX_TEXT_BYTES = 256 << 20
+
 --- The columns of `CUPTI_ACTIVITY_KIND_RUNTIME` read.
 M.RUNTIME_COLUMNS = { "start", "end", "globalTid", "correlationId", "nameId" }
 
@@ -24,12 +29,17 @@ local function nsys_rows(fail, con, sql)
   local cur, err = con:execute(sql)
   if not cur then fail("Nsight Systems export: " .. tostring(err)) end
   local out = {}
-  local row = cur:fetch({}, "a")
-  while row do
-    out[#out + 1] = row
-    row = cur:fetch({}, "a")
-  end
+  -- the cursor closed whatever happens (an open one made the connection's
+  -- close fail with "there are open cursors", hiding the real error)
+  local ok, why = pcall(function()
+    local row = cur:fetch({}, "a")
+    while row do
+      out[#out + 1] = row
+      row = cur:fetch({}, "a")
+    end
+  end)
   cur:close()
+  if not ok then fail("Nsight Systems export: reading it failed (" .. tostring(why) .. ")") end
   return out
 end
 
@@ -37,15 +47,26 @@ end
 -- Nsight Systems writes tables; a view (or a virtual table) is refused
 -- before it is read: its rows are a query's, with no bound on their
 -- number or time (a breaker's recursive view hung `calibrate --trace`).
+-- (SQLite resolves names without regard to case: so is the lookup, or a
+-- view named in lower case passed the check and hung the read.)  A table
+-- with a generated column is refused too: its expression runs on every
+-- read (a 2 MB export took a second a row; table_xinfo's hidden 2 and 3
+-- are the VIRTUAL and STORED generated columns, 1 a virtual table's).
 local function nsys_columns(fail, con, tbl)
-  local kind = nsys_rows(fail, con, "SELECT type FROM sqlite_master WHERE name = '" .. tbl .. "'")[1]
-  if kind and (kind.type ~= "table" or #nsys_rows(fail, con, "SELECT 1 FROM sqlite_master WHERE name = '" .. tbl ..
-      "' AND sql LIKE 'CREATE VIRTUAL%'") > 0) then
+  local kind = nsys_rows(fail, con, "SELECT type, sql FROM sqlite_master WHERE name = '" .. tbl ..
+    "' COLLATE NOCASE")[1]
+  if kind and (kind.type ~= "table" or tostring(kind.sql):upper():match("^%s*CREATE%s+VIRTUAL")) then
     fail(("Nsight Systems export: %s is a %s, not a table (nsys export writes tables)"):format(tbl,
       kind.type == "table" and "virtual table" or tostring(kind.type)))
   end
   local cols = {}
-  for _, r in ipairs(nsys_rows(fail, con, "PRAGMA table_info(" .. tbl .. ")")) do cols[r.name] = true end
+  for _, r in ipairs(nsys_rows(fail, con, "PRAGMA table_xinfo(" .. tbl .. ")")) do
+    if (tonumber(r.hidden) or 0) ~= 0 then
+      fail(("Nsight Systems export: %s.%s is a generated column (nsys export writes plain columns)"):format(tbl,
+        tostring(r.name)))
+    end
+    cols[r.name] = true
+  end
   return cols
 end
 
@@ -58,6 +79,14 @@ local function counted(fail, con, tbl, sql, seen)
       "--capture-range)"):format(n, tbl, seen > 0 and " beyond the ones read before" or "", M.MAX_ROWS))
   end
   return nsys_rows(fail, con, sql), seen + n
+end
+
+-- Refuses a text column of a table past M.MAX_TEXT_BYTES, before it is read.
+local function text_bounded(fail, con, tbl, col)
+  local n = tonumber(nsys_rows(fail, con, ("SELECT total(length(%s)) AS n FROM %s"):format(col, tbl))[1].n) or 0
+  if n > M.MAX_TEXT_BYTES then
+    fail(("Nsight Systems export: %.0f bytes of text in %s.%s, more than %d"):format(n, tbl, col, M.MAX_TEXT_BYTES))
+  end
 end
 
 -- A timestamp column of a row as a number of nanoseconds (NULL, text or a
@@ -110,6 +139,7 @@ local function nsys_events(fail, con, names, seen)
   local nvtx = nsys_columns(fail, con, "NVTX_EVENTS")
   if nvtx.start and nvtx["end"] and (nvtx.textId or nvtx.text) then
     local text = nvtx.textId and "textId" or "text"
+    if text == "text" then text_bounded(fail, con, "NVTX_EVENTS", "text") end
     rows = counted(fail, con, "NVTX_EVENTS", "SELECT start, end, " .. text .. " AS t FROM NVTX_EVENTS " ..
       "WHERE end IS NOT NULL", seen)
     for i, r in ipairs(rows) do
@@ -159,22 +189,25 @@ function M.load(path, fail)
     check_runtime(fail, con)
     local names = {}
     nsys_columns(fail, con, "StringIds")
-    for _, r in ipairs((counted(fail, con, "StringIds", "SELECT id, value FROM StringIds", 0))) do
+    text_bounded(fail, con, "StringIds", "value")
+    local strings, seen = counted(fail, con, "StringIds", "SELECT id, value FROM StringIds", 0)
+    for _, r in ipairs(strings) do
       names[r.id] = r.value
     end
     local devices, memory = {}, {}
     local gpu = nsys_columns(fail, con, "TARGET_INFO_GPU")
     if gpu.name then
-      for _, r in ipairs(nsys_rows(fail, con, "SELECT name" .. (gpu.totalMemory and ", totalMemory" or "") ..
-          " FROM TARGET_INFO_GPU ORDER BY id")) do
+      text_bounded(fail, con, "TARGET_INFO_GPU", "name")
+      for _, r in ipairs((counted(fail, con, "TARGET_INFO_GPU", "SELECT name" .. (gpu.totalMemory and ", totalMemory"
+          or "") .. " FROM TARGET_INFO_GPU ORDER BY id", seen))) do
         devices[#devices + 1] = tostring(r.name)
         memory[#devices] = r.totalMemory
       end
     end
-    return { events = nsys_events(fail, con, names, 0), devices = devices, memory = memory, path = path }
+    return { events = nsys_events(fail, con, names, seen), devices = devices, memory = memory, path = path }
   end)
-  con:close()
-  env:close()
+  pcall(con.close, con)
+  pcall(env.close, env)
   if not good then error(result, 0) end
   return result
 end

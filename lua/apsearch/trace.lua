@@ -34,7 +34,8 @@ local util = require "apsearch.util"
 
 local M = {}
 
---- Largest trace file read (bytes, compressed as on disk).
+--- Largest trace file read (bytes, compressed as on disk; a plain JSON
+-- one is bounded by M.MAX_JSON_BYTES).
 M.MAX_FILE_BYTES = 1 << 30
 --- Largest decompressed trace (bytes): the JSON and its decoded events
 -- take about three times this in memory.  A longer profile: record one
@@ -48,6 +49,10 @@ M.MAX_JSON_BYTES = 512 << 20
 -- `[{},{},...]` (which 0.5 MB of gzip inflates to) would take some 16 GB
 -- and is refused.
 M.MAX_DECODED_BYTES = 6 << 30
+--- Most gzip members a trace may hold: a profiler writes one, `cat a.gz
+-- b.gz` a few; each costs a stream of its own (a breaker's file of 5 M
+-- empty members took 254 s).
+M.MAX_GZIP_MEMBERS = 1024
 --- Bytes inflated per step.
 local INFLATE_CHUNK = 1 << 16
 -- (deflate expands at most about 1,032:1, so one step inflates at most
@@ -183,12 +188,23 @@ end
 function M.read_text(path)
   local raw, err = util.read_file(path, M.MAX_FILE_BYTES)
   if not raw then fail(path, "cannot read: " .. tostring(err)) end
-  if raw:sub(1, 2) ~= GZIP_MAGIC then return raw end
+  if raw:sub(1, 2) ~= GZIP_MAGIC then
+    -- the same bound as an inflated one (the file limit is for gzip)
+    if #raw > M.MAX_JSON_BYTES then
+      fail(path, ("%d bytes of JSON, more than %d MiB: record fewer steps or one rank"):format(#raw,
+        M.MAX_JSON_BYTES >> 20))
+    end
+    return raw
+  end
   local ok, zlib = pcall(require, "zlib")
   if not ok then fail(path, "gzip trace needs lua-zlib (Debian package lua-zlib)") end
-  local parts, total, at = {}, 0, 1
+  local parts, total, at, members = {}, 0, 1, 0
   -- one gzip member after another (gzip -c a b, or cat a.gz b.gz)
   while at <= #raw do
+    members = members + 1
+    if members > M.MAX_GZIP_MEMBERS then
+      fail(path, ("more than %d gzip members (a profiler writes one)"):format(M.MAX_GZIP_MEMBERS))
+    end
     if raw:sub(at, at + 1) ~= GZIP_MAGIC then
       fail(path, ("%d bytes after the gzip stream that are not gzip"):format(#raw - at + 1))
     end

@@ -709,6 +709,33 @@ describe("apsearch.trace GEMMs", function()
     con:close()
     assert.truthy(one_line(apsearch("calibrate", "--trace", endless)):find(endless .. ": trace: Nsight Systems " ..
       "export: CUPTI_ACTIVITY_KIND_RUNTIME is a view, not a table (nsys export writes tables)\n", 1, true))
+    -- ... also when named in another case (SQLite resolves names without
+    -- regard to it), and a generated column, whose expression runs on
+    -- every read, is refused (a breaker's round 10)
+    local function db(name, sqls)
+      local path = dir .. "/" .. name
+      local c = assert(driver:connect(path))
+      for _, q in ipairs(sqls) do assert(c:execute(q)) end
+      c:close()
+      return path
+    end
+    local lower = db("lower.sqlite", { "CREATE TABLE StringIds (id INTEGER, value TEXT)",
+      "CREATE VIEW cupti_activity_kind_runtime AS SELECT 1 AS start, 2 AS end, 1 AS globalTid, " ..
+      "1 AS correlationId, 1 AS nameId" })
+    assert.truthy(one_line(apsearch("calibrate", "--trace", lower)):find("CUPTI_ACTIVITY_KIND_RUNTIME is a view, " ..
+      "not a table", 1, true))
+    local gen = db("gen.sqlite", { "CREATE TABLE StringIds (id INTEGER, value TEXT AS ('x') VIRTUAL)",
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId)" })
+    assert.truthy(one_line(apsearch("calibrate", "--trace", gen)):find(gen .. ": trace: Nsight Systems export: " ..
+      "StringIds.value is a generated column (nsys export writes plain columns)\n", 1, true))
+    -- the strings' bytes are bounded before they are read
+    local nsys0 = require "apsearch.nsys"
+    local text_limit = nsys0.MAX_TEXT_BYTES
+    nsys0.MAX_TEXT_BYTES = 100
+    local tok, terr = pcall(trace.load, NSYS)
+    nsys0.MAX_TEXT_BYTES = text_limit
+    assert.is_false(tok)
+    assert.truthy(tostring(terr):find("bytes of text in StringIds.value, more than 100", 1, true), terr)
     -- the row limit counts the strings too
     local nsys = require "apsearch.nsys"
     local limit = nsys.MAX_ROWS
@@ -813,6 +840,22 @@ describe("apsearch calibrate --trace", function()
     local cut = write(dir .. "/cut.json.gz", raw:sub(1, #raw // 2))
     assert.truthy(one_line(apsearch("calibrate", "--trace", cut, "-o", dir .. "/o.json")):find(
       cut .. ": trace: truncated gzip (no end of stream)", 1, true))
+    -- many gzip members (each a stream of its own) and a plain JSON past
+    -- the inflated bound are refused (a breaker's round 10)
+    local one = H.read(FIXTURE)
+    local trace = require "apsearch.trace"
+    local members = trace.MAX_GZIP_MEMBERS
+    trace.MAX_GZIP_MEMBERS = 2
+    local mok, merr = pcall(trace.read_text, write(dir .. "/three.json.gz", one .. one .. one, "wb"))
+    trace.MAX_GZIP_MEMBERS = members
+    assert.is_false(mok)
+    assert.truthy(tostring(merr):find("more than 2 gzip members (a profiler writes one)", 1, true), merr)
+    local json_limit = trace.MAX_JSON_BYTES
+    trace.MAX_JSON_BYTES = 10
+    local jok, jerr = pcall(trace.read_text, write(dir .. "/plain.json", string.rep(" ", 11) .. "{}"))
+    trace.MAX_JSON_BYTES = json_limit
+    assert.is_false(jok)
+    assert.truthy(tostring(jerr):find("13 bytes of JSON, more than 0 MiB", 1, true), jerr)
     local junk = write(dir .. "/junk.json", "{\"traceEvents\": [")
     assert.truthy(one_line(apsearch("calibrate", "--trace", junk, "-o", dir .. "/o.json")):find(
       junk .. ": trace: not valid JSON", 1, true))

@@ -68,6 +68,11 @@ sandbox.configure({ host_source = (debug.getinfo(1, "S").source:match("^(@.*/)[^
 
 local M = {}
 
+--- Longest rejection message a rule's check may return, bytes: a longer
+-- one is cut (and says its length) before the host reads it; one line of
+-- the table or the report takes a few hundred.
+M.MAX_MESSAGE_BYTES = 4096
+
 local FIELDS = {
   name = "string", code = "string", cheap = "boolean", description = "string",
   check = "function", order = "number", core_check = "string", codes = "table",
@@ -105,10 +110,24 @@ M.forbidden = {
 local BASE = { "assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal",
   "rawget", "rawlen", "rawset", "select", "tonumber", "tostring", "type" }
 
+--- Most bytes scripts' `print` writes to stderr in a process; past it the
+-- rest is dropped, said once (a breaker's rule wrote 5.8 GB in 20 s: a log
+-- file fills the disk).
+M.MAX_PRINT_BYTES = 16 << 20
+local printed = 0
+
 local function stderr_print(...)
+  if printed > M.MAX_PRINT_BYTES then return end
   local parts = table.pack(...)
   for i = 1, parts.n do parts[i] = tostring(parts[i]) end
-  io.stderr:write(table.concat(parts, "\t", 1, parts.n), "\n")
+  local line = table.concat(parts, "\t", 1, parts.n) .. "\n"
+  printed = printed + #line
+  if printed > M.MAX_PRINT_BYTES then
+    io.stderr:write(("apsearch: note: scripts printed more than %d MiB; the rest of their print output is " ..
+      "dropped\n"):format(M.MAX_PRINT_BYTES >> 20))
+    return
+  end
+  io.stderr:write(line)
 end
 
 local function safe_setmetatable(t, mt)
@@ -468,7 +487,14 @@ local function rule_check(name, fn, code, description, trusted)
     elseif type(msg) ~= "string" then
       bad_return(fn, label, "returned the message " .. util.describe(msg) ..
         " (expected nil or a string)")
-    elseif msg:find("[%z\1-\31\127-\255]") then
+    end
+    if #msg > M.MAX_MESSAGE_BYTES then
+      -- cut before it is scanned: a rule returning a 96 MiB message cost the
+      -- host 2.3 s a candidate, outside every sandbox limit (a breaker's
+      -- round 10)
+      msg = msg:sub(1, M.MAX_MESSAGE_BYTES) .. ("... (%d bytes, cut)"):format(#msg)
+    end
+    if msg:find("[%z\1-\31\127-\255]") then
       -- the message reaches the terminal's table and report.html: control
       -- characters (NUL, line breaks, escape sequences) as escapes
       msg = util.printable(msg)

@@ -96,6 +96,30 @@ describe("sandbox environment", function()
   it("prints to stderr, never to stdout (which carries results)", function()
     assert.are_not.equal(print, rules.sandbox().print)
   end)
+
+  it("caps what scripts print, and a rule's message, before the host reads them (a breaker's round 10)", function()
+    -- print: past MAX_PRINT_BYTES (lowered to 64 here) the rest is dropped,
+    -- said once; a rule printed 5.8 GB in 20 s
+    local rule = write(DIR .. "/chatty.lua", "return { name = 'chatty', check = function(c) " ..
+      "print(string.rep('x', 40)) return true end }")
+    local code, _, err = H.apsearch("run", "--rules", rule, "-q", "--top-k", "1", "--jobs", "1")
+    assert.are.equal(0, code)
+    local lines = select(2, err:gsub("x+\n", ""))
+    assert.is_true(lines > 3, err:sub(1, 200))
+    local p = rules.MAX_PRINT_BYTES
+    rules.MAX_PRINT_BYTES = 64
+    local r = rules.load_file(write(DIR .. "/chatty2.lua", "return { name = 'chatty2', check = function(c) " ..
+      "print(string.rep('y', 40)) return true end }"))
+    for _ = 1, 5 do r.check({ tp_degree = 1 }) end
+    rules.MAX_PRINT_BYTES = p
+    -- a 96 KiB message is cut to MAX_MESSAGE_BYTES, and says its length
+    local big = rules.load_file(write(DIR .. "/bigmsg.lua", "local m = string.rep('z', 98304) " ..
+      "return { name = 'big', check = function(c) return false, 'BIGMSG', m end }"))
+    local ok, c2, msg = big.check({ tp_degree = 1 })
+    assert.are.same({ false, "BIGMSG" }, { ok, c2 })
+    assert.are.equal(rules.MAX_MESSAGE_BYTES + #"... (98304 bytes, cut)", #msg)
+    assert.truthy(msg:find("... (98304 bytes, cut)", 1, true))
+  end)
 end)
 
 describe("instruction limit", function()

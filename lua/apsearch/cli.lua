@@ -7,6 +7,7 @@
 --                  [--objective NAME|OBJ.lua] [--formatter FMT.lua] [--unsafe]
 --                  [--sandbox-instructions N] [--sandbox-memory-mib N]
 --                  [--sandbox-seconds S] [--sandbox-cpu-seconds S] [--sandbox-run-instructions N]
+--                  [--sandbox-run-seconds S] [--sandbox-state-mib N]
 --     apsearch estimate [POLICY.lua] --strategy KEY=VALUE,... [--model ...] [--cluster ...]
 --                  [--set KEY=VALUE]... [--format table|json]
 --     apsearch presets [--format table|json]
@@ -130,7 +131,11 @@ local function common_options(c, formats)
   -- the sandbox of policies, rules, objectives, formatters (apsearch.rules)
   c:option("--sandbox-instructions=N", "instruction limit of one call into a script (default 100000000; 0: none)")
   c:option("--sandbox-run-instructions=N",
-    "instruction limit of every call into scripts together, per process (default 100000000000; 0: none)")
+    "instruction limit of every call into scripts of the run together (default 100000000000; 0: none)")
+  c:option("--sandbox-run-seconds=S",
+    "wall-clock limit of every call into scripts of the run together, seconds (default 600; 0: none)")
+  c:option("--sandbox-state-mib=N",
+    "cap on the Lua state (what scripts keep included) when a call into a script starts, MiB (default 8192; 0: none)")
   c:option("--sandbox-memory-mib=N", "memory cap of one call into a script, MiB (default 256; 0: none)")
   c:option("--sandbox-seconds=S", "wall-clock limit of one call into a script, seconds (default 10; 0: none)")
   c:option("--sandbox-cpu-seconds=S", "CPU-time limit of one call into a script, seconds (default 5; 0: none)")
@@ -149,9 +154,9 @@ local MAX_SANDBOX_SECONDS = 1e9
 function M.configure_sandbox(opts)
   local cfg = {}
   -- the bounds the sandbox takes (src/lua/lsandbox.c sandbox.configure)
-  local max = { instructions = 9e18, run_instructions = 9e18, memory_mib = 1e9 }
+  local max = { instructions = 9e18, run_instructions = 9e18, memory_mib = 1e9, state_mib = 1e9 }
   for flag, key in pairs({ ["sandbox-instructions"] = "instructions", ["sandbox-memory-mib"] = "memory_mib",
-                           ["sandbox-run-instructions"] = "run_instructions" }) do
+                           ["sandbox-run-instructions"] = "run_instructions", ["sandbox-state-mib"] = "state_mib" }) do
     local v = opts[flag]
     if v ~= nil then
       local n = util.decimal(v)
@@ -161,7 +166,8 @@ function M.configure_sandbox(opts)
       cfg[key] = math.tointeger(n)
     end
   end
-  for flag, key in pairs({ ["sandbox-seconds"] = "seconds", ["sandbox-cpu-seconds"] = "cpu_seconds" }) do
+  for flag, key in pairs({ ["sandbox-seconds"] = "seconds", ["sandbox-cpu-seconds"] = "cpu_seconds",
+                           ["sandbox-run-seconds"] = "run_seconds" }) do
     local v = opts[flag]
     if v ~= nil then
       local n = util.decimal(v)
@@ -551,7 +557,7 @@ local function probe_fit(opts, dev, h, per, extra)
     calibration.apply(q.cluster, calibration.load(opts.calibration), q.stack)
   end
   M.add_launchable(q, opts.launchable, opts["torchtitan-version"])
-  local r = search.run(q, { scatter_points = 0 })
+  local r = search.run(q, { scatter_points = 0, continue_run = true })
   local top = r.top_k_strategies[1]
   return top and { devices = math.tointeger(q.cluster.num_devices), cluster = spec,
                    strategy = search.describe_strategy(top), step_time = top.performance_cost.step_time }, spec,

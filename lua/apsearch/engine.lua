@@ -24,8 +24,10 @@ local FORMATS = { table = true, csv = true, json = true }
 
 --- Creates a session and configures the sandbox of this Lua state.
 -- @tparam[opt] table opts `unsafe` (boolean: no sandbox), `instructions`
---   (per-call instruction limit, 0 = unlimited), `run_instructions` (the
---   limit of every call of the process together, 0 = unlimited), `memory_mib` (per-call
+--   (per-call instruction limit, 0 = unlimited), `run_instructions` and
+--   `run_seconds` (the limits of every call of a run together: each
+--   search starts them from 0; 0 = unlimited), `state_mib` (the cap on the
+--   Lua state when a call starts, MiB, 0 = unlimited), `memory_mib` (per-call
 --   memory cap in MiB, 0 = unlimited), `seconds` and `cpu_seconds`
 --   (per-call wall-clock and CPU-time limits, 0 = unlimited); absent
 --   fields keep the defaults
@@ -36,6 +38,8 @@ function M.new(opts)
   if opts.unsafe then cfg.enabled = false end
   if opts.instructions ~= nil then cfg.instructions = opts.instructions end
   if opts.run_instructions ~= nil then cfg.run_instructions = opts.run_instructions end
+  if opts.run_seconds ~= nil then cfg.run_seconds = opts.run_seconds end
+  if opts.state_mib ~= nil then cfg.state_mib = opts.state_mib end
   if opts.memory_mib ~= nil then cfg.memory_mib = opts.memory_mib end
   if opts.seconds ~= nil then cfg.seconds = opts.seconds end
   if opts.cpu_seconds ~= nil then cfg.cpu_seconds = opts.cpu_seconds end

@@ -1597,9 +1597,23 @@ M.DEEPSEEK_NULL_MEANS_NONE = { "q_lora_rank", "n_routed_experts", "n_shared_expe
 
 -- class_defaults for DeepSeek's classes, an explicit null of
 -- M.DEEPSEEK_NULL_MEANS_NONE kept.
-local function deepseek_defaults(cfg, defaults)
+local function deepseek_defaults(cfg, defaults, file)
+  local none = {}
+  for _, k in ipairs(M.DEEPSEEK_NULL_MEANS_NONE) do none[k] = true end
+  -- any other count key's null is passed to the class as None, which
+  -- builds no model (nn.Linear(h, None + 64), layer_idx >= None): refused,
+  -- not read as the class default (a breaker's round 10)
+  local keys = {}
+  for k in pairs(defaults) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    if cfg[k] == cjson.null and not none[k] then
+      util.fail(file, k, "null is no value here: transformers passes None to the config class, which builds no " ..
+        "model with it (leave the key out for the class default)", cfg[k])
+    end
+  end
   local c = class_defaults(cfg, defaults)
-  for _, k in ipairs(M.DEEPSEEK_NULL_MEANS_NONE) do
+  for k in pairs(none) do
     if cfg[k] == cjson.null then
       c[k] = cjson.null
       if shape_defaults then shape_defaults[k] = nil end
@@ -1609,11 +1623,11 @@ local function deepseek_defaults(cfg, defaults)
 end
 
 builders.deepseek_v2 = function(_, cfg, file)
-  local c = deepseek_defaults(cfg, M.DEEPSEEK_V2_DEFAULTS)
+  local c = deepseek_defaults(cfg, M.DEEPSEEK_V2_DEFAULTS, file)
   return deepseek(reader(c, file), c, file, false)
 end
 builders.deepseek_v3 = function(_, cfg, file)
-  local c = deepseek_defaults(cfg, M.DEEPSEEK_V3_DEFAULTS)
+  local c = deepseek_defaults(cfg, M.DEEPSEEK_V3_DEFAULTS, file)
   return deepseek(reader(c, file), c, file, true)
 end
 

@@ -417,7 +417,9 @@ end
 --   per `min_chunk` candidates, default M.min_chunk_candidates -- the
 --   result is the same, candidates' rows included); `timeline_max_ops`
 --   (default M.timeline_max_ops; 0: no timeline), `timeline_ops_per_rank`
---   (default M.timeline_ops_per_rank)
+--   (default M.timeline_ops_per_rank); `continue_run` (true: the scripts'
+--   run-wide limits go on counting from the search before, as the fit
+--   probes of a run do; default: they start from 0, sandbox.reset_run)
 -- @treturn table the result (shared/design/OUTPUTS.md, docs/outputs.md):
 --   schema_version, status, top_k_strategies, all_candidate_summary,
 --   infeasible_summary, memory_breakdown, performance_breakdown,
@@ -429,6 +431,10 @@ end
 --   by signal S before it finished`
 function M.run(policy, opts)
   opts = opts or {}
+  -- the run-wide script limits count this search's calls (and its --jobs
+  -- workers'), not the process's before it; a search that is part of a
+  -- run (the fit probes after a run found nothing) continues its count
+  if not opts.continue_run then require("apsearch.sandbox").reset_run() end
   local t0 = wall_clock()
   local ctx = M.context(policy)
   local inputs = ctx:inputs()

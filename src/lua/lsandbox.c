@@ -64,6 +64,7 @@
  * last frames only and look up nothing else: linear in the depth.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_condattr_setclock */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS (sb_run, shared with forked workers) */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -73,6 +74,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <lauxlib.h>
@@ -94,7 +96,8 @@
 #define SB_NS_PER_S 1000000000L
 #define SB_MAX_SECONDS 1.0e9          /* largest time limit configure accepts */
 
-enum { TRIP_NONE = 0, TRIP_INSTRUCTIONS, TRIP_MEMORY, TRIP_TIME, TRIP_CPU, TRIP_RUN };
+enum { TRIP_NONE = 0, TRIP_INSTRUCTIONS, TRIP_MEMORY, TRIP_TIME, TRIP_CPU, TRIP_RUN,
+       TRIP_RUN_TIME, TRIP_STATE };
 
 /* The timer thread of a state (started by the first call with a time
  * limit): while a sandboxed call runs it reads the clocks every
@@ -127,6 +130,15 @@ typedef struct {
                                   one tick */
 } sb_timer;
 
+/* What every sandboxed call of a run has used, shared with the processes
+ * the run forks (--jobs workers: memory mapped MAP_SHARED before the fork,
+ * so the workers' calls add to one count and the limit is the run's, not
+ * each worker's). */
+typedef struct {
+    atomic_llong instructions; /* charged to the calls that ended */
+    atomic_llong ticks;        /* timer ticks that found a call running */
+} sb_run;
+
 /* The per-lua_State sandbox state (one, in the registry). */
 typedef struct {
     lua_Alloc orig_f;          /* the state's allocator before ours */
@@ -146,10 +158,14 @@ typedef struct {
 
     int enabled;               /* 0 with --unsafe: run only adds reports */
     long long max_instructions; /* per call; 0 = unlimited */
-    long long max_run_instructions; /* over every call of the process;
+    long long max_run_instructions; /* over every call of the run;
                                        0 = unlimited */
-    long long run_count;       /* instructions charged to the calls that
-                                  ended */
+    double max_run_seconds;    /* wall seconds inside calls over the run,
+                                  counted by the timer's ticks; 0 = unlimited */
+    size_t max_state;          /* bytes the state may hold when a call
+                                  starts; 0 = unlimited */
+    sb_run *run;               /* the run's counts (shared; see sb_run) */
+    int run_shared;            /* run is an mmap to unmap */
     size_t max_memory;         /* bytes per call; 0 = unlimited */
 
     int depth;                 /* 1 while a sandboxed call runs */
@@ -217,7 +233,8 @@ static double clock_seconds(clockid_t id)
 /* 1 if the calls of this state have a time limit. */
 static int timed(const sb_state *sb)
 {
-    return sb->enabled && (sb->max_seconds > 0 || sb->max_cpu_seconds > 0);
+    return sb->enabled && (sb->max_seconds > 0 || sb->max_cpu_seconds > 0 ||
+                           sb->max_run_seconds > 0);
 }
 
 /* CPU seconds of OS thread th (0 if its clock cannot be read). */
@@ -252,6 +269,14 @@ static int timer_over(sb_state *sb)
     return TRIP_NONE;
 }
 
+/* 1 when ticks timer ticks have passed the run's time limit. */
+static int run_time_over(const sb_state *sb, long long ticks)
+{
+    return sb->max_run_seconds > 0 &&
+           (double)ticks * (double)SB_TICK_NS / (double)SB_NS_PER_S >
+               sb->max_run_seconds;
+}
+
 /* The timer thread (see sb_timer). */
 static void *timer_main(void *arg)
 {
@@ -274,7 +299,11 @@ static void *timer_main(void *arg)
         }
         if (pthread_cond_timedwait(&t->cv, &t->mu, &at) == ETIMEDOUT &&
             t->armed && !t->quit && sb->running != NULL) {
-            int why = timer_over(sb);
+            /* a tick that finds a call running: SB_TICK_NS of the run's
+             * time in scripts (calls shorter than a tick are counted as
+             * often as a tick lands in one: in proportion to their time) */
+            long long ticks = atomic_fetch_add(&sb->run->ticks, 1) + 1;
+            int why = run_time_over(sb, ticks) ? TRIP_RUN_TIME : timer_over(sb);
             if (why != TRIP_NONE) {
                 atomic_store(&sb->tick, why);
                 lua_sethook(sb->running, sb_hook, LUA_MASKCOUNT, 1);
@@ -631,7 +660,9 @@ static int count_over(const sb_state *sb)
     if (sb->max_instructions > 0 && sb->count > sb->max_instructions)
         return TRIP_INSTRUCTIONS;
     if (sb->max_run_instructions > 0 &&
-        sb->count > sb->max_run_instructions - sb->run_count)
+        sb->count > sb->max_run_instructions -
+                        atomic_load_explicit(&sb->run->instructions,
+                                             memory_order_relaxed))
         return TRIP_RUN;
     return TRIP_NONE;
 }
@@ -787,6 +818,19 @@ static int fail(lua_State *L, sb_state *sb, int status, int tripped,
                      "instructions in the scripts' calls of this run "
                      "(sandbox limit; raise it with "
                      "--sandbox-run-instructions)", sb->max_run_instructions);
+        else if (tripped == TRIP_RUN_TIME)
+            snprintf(text, sizeof text,
+                     "run time limit exceeded: more than %g s of wall-clock "
+                     "time in the scripts' calls of this run (sandbox limit; "
+                     "raise it with --sandbox-run-seconds)",
+                     sb->max_run_seconds);
+        else if (tripped == TRIP_STATE)
+            snprintf(text, sizeof text,
+                     "memory limit exceeded: the Lua state holds more than "
+                     "%.0f MiB when a call starts (what scripts kept from "
+                     "their calls included; sandbox limit; raise it with "
+                     "--sandbox-state-mib)",
+                     (double)sb->max_state / (1024.0 * 1024.0));
         else if (tripped == TRIP_CPU)
             snprintf(text, sizeof text,
                      "CPU time limit exceeded: more than %g s of CPU time in "
@@ -818,6 +862,25 @@ static int fail(lua_State *L, sb_state *sb, int status, int tripped,
 
 /* ----------------------------------------------------------------- guard */
 
+/* At a call's start: the run's time already spent, or a state grown past
+ * max_state by what earlier calls kept (collected first: garbage is not
+ * kept), trips the call at its first instruction. */
+static void arm_run_limits(lua_State *L, sb_state *sb)
+{
+    int why = TRIP_NONE;
+    if (run_time_over(sb, atomic_load(&sb->run->ticks)))
+        why = TRIP_RUN_TIME;
+    else if (sb->max_state > 0 && sb->used > sb->max_state) {
+        lua_gc(L, LUA_GCCOLLECT, 0);
+        if (sb->used > sb->max_state)
+            why = TRIP_STATE;
+    }
+    if (why != TRIP_NONE) {
+        atomic_store(&sb->tick, why);
+        lua_sethook(L, sb_hook, LUA_MASKCOUNT, 1);
+    }
+}
+
 static void arm(lua_State *L, sb_state *sb)
 {
     sb->depth = 1;
@@ -842,6 +905,7 @@ static void arm(lua_State *L, sb_state *sb)
         timer_arm(sb, L);
     else
         sb->running = L;
+    arm_run_limits(L, sb);
     if (sb->max_memory > 0) {
         sb->soft = sat_add(sb->used, sb->max_memory);
         sb->hard = sb->hard_base = sat_add(sb->soft, sb->max_memory);
@@ -855,14 +919,14 @@ static void arm(lua_State *L, sb_state *sb)
 static void run_charge(sb_state *sb)
 {
     long long n = sb->last_instructions;
+    long long used = atomic_load(&sb->run->instructions);
     if (sb->max_instructions > 0 && n > sb->max_instructions)
         n = sb->max_instructions;
-    if (sb->max_run_instructions > 0 && n > sb->max_run_instructions - sb->run_count)
-        n = sb->max_run_instructions > sb->run_count
-                ? sb->max_run_instructions - sb->run_count
-                : 0;
-    sb->run_count = n > (long long)9e18 - sb->run_count ? (long long)9e18
-                                                        : sb->run_count + n;
+    if (sb->max_run_instructions > 0 && n > sb->max_run_instructions - used)
+        n = sb->max_run_instructions > used ? sb->max_run_instructions - used : 0;
+    if (n > (long long)9e18 - used)
+        n = (long long)9e18 - used;
+    atomic_fetch_add(&sb->run->instructions, n);
 }
 
 static void disarm(lua_State *L, sb_state *sb)
@@ -1000,7 +1064,7 @@ static int l_raise(lua_State *L)
 
 static void push_limits(lua_State *L, const sb_state *sb)
 {
-    lua_createtable(L, 0, 8);
+    lua_createtable(L, 0, 11);
     lua_pushboolean(L, sb->enabled);
     lua_setfield(L, -2, "enabled");
     lua_pushnumber(L, (lua_Number)sb->max_seconds);
@@ -1011,8 +1075,15 @@ static void push_limits(lua_State *L, const sb_state *sb)
     lua_setfield(L, -2, "instructions");
     lua_pushinteger(L, (lua_Integer)sb->max_run_instructions);
     lua_setfield(L, -2, "run_instructions");
-    lua_pushinteger(L, (lua_Integer)sb->run_count);
+    lua_pushinteger(L, (lua_Integer)atomic_load(&sb->run->instructions));
     lua_setfield(L, -2, "run_used");
+    lua_pushnumber(L, (lua_Number)sb->max_run_seconds);
+    lua_setfield(L, -2, "run_seconds");
+    lua_pushnumber(L, (lua_Number)atomic_load(&sb->run->ticks) *
+                          (lua_Number)SB_TICK_NS / (lua_Number)SB_NS_PER_S);
+    lua_setfield(L, -2, "run_seconds_used");
+    lua_pushnumber(L, (lua_Number)sb->max_state / (1024.0 * 1024.0));
+    lua_setfield(L, -2, "state_mib");
     lua_pushinteger(L, (lua_Integer)sb->max_memory);
     lua_setfield(L, -2, "memory_bytes");
     lua_pushnumber(L, (lua_Number)sb->max_memory / (1024.0 * 1024.0));
@@ -1098,6 +1169,9 @@ static int l_configure(lua_State *L)
         sb->max_instructions = v;
     if ((v = check_count(L, 1, "run_instructions", 9.0e18)) >= 0)
         sb->max_run_instructions = v;
+    if ((v = check_count(L, 1, "state_mib", 1.0e9)) >= 0)
+        sb->max_state = (size_t)v << 20;
+    check_seconds(L, 1, "run_seconds", &sb->max_run_seconds);
     if ((v = check_count(L, 1, "memory_mib", 1.0e9)) >= 0) {
         lua_getfield(L, 1, "memory_mib");
         sb->max_memory = (size_t)(lua_tonumber(L, -1) * 1024.0 * 1024.0);
@@ -1117,6 +1191,22 @@ static int l_configure(lua_State *L)
     }
     lua_pop(L, 1);
     return 1;
+}
+
+/**
+ * sandbox.reset_run(): a run starts (apsearch.search.run): the counts the
+ * run-wide limits read (run_instructions, run_seconds) start again from 0,
+ * so that each search of an embedding's process has the whole budget.
+ * Raises inside a sandboxed call.
+ */
+static int l_reset_run(lua_State *L)
+{
+    sb_state *sb = upstate(L);
+    if (sb->depth > 0)
+        return luaL_error(L, "sandbox.reset_run: not allowed in sandboxed code");
+    atomic_store(&sb->run->instructions, 0);
+    atomic_store(&sb->run->ticks, 0);
+    return 0;
 }
 
 /**
@@ -1174,9 +1264,28 @@ static int state_gc(lua_State *L)
     void *ud = NULL;
     if (sb != NULL)
         timer_stop(sb);
+    if (sb != NULL && sb->run_shared) {
+        munmap(sb->run, sizeof(sb_run));
+        sb->run_shared = 0;
+    }
     if (sb != NULL && lua_getallocf(L, &ud) == sb_alloc && ud == sb)
         lua_setallocf(L, sb->orig_f, sb->orig_ud);
     return 0;
+}
+
+/* The run's counts: a shared anonymous mapping (the run's --jobs workers
+ * fork after it and add to it), else -- no mmap -- a static of this
+ * process (each state its own would be nicer; one state per process is
+ * what apsearch makes). */
+static void run_counts_init(sb_state *sb)
+{
+    static sb_run local;
+    void *p = mmap(NULL, sizeof(sb_run), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    sb->run_shared = p != MAP_FAILED;
+    sb->run = sb->run_shared ? (sb_run *)p : &local;
+    atomic_init(&sb->run->instructions, 0);
+    atomic_init(&sb->run->ticks, 0);
 }
 
 /* Pushes the state userdata, creating it (and installing the allocator)
@@ -1192,6 +1301,9 @@ static sb_state *push_state(lua_State *L)
     sb->enabled = 1;
     sb->max_instructions = APSL_SANDBOX_DEFAULT_INSTRUCTIONS;
     sb->max_run_instructions = APSL_SANDBOX_DEFAULT_RUN_INSTRUCTIONS;
+    sb->max_run_seconds = APSL_SANDBOX_DEFAULT_RUN_SECONDS;
+    sb->max_state = (size_t)APSL_SANDBOX_DEFAULT_STATE_MIB << 20;
+    run_counts_init(sb);
     sb->max_memory = (size_t)APSL_SANDBOX_DEFAULT_MEMORY_MIB << 20;
     sb->max_seconds = APSL_SANDBOX_DEFAULT_SECONDS;
     sb->max_cpu_seconds = APSL_SANDBOX_DEFAULT_CPU_SECONDS;
@@ -2325,7 +2437,7 @@ LUAMOD_API int luaopen_apsearch_sandbox(lua_State *L)
         {"stats", l_stats},       {"active", l_active},
         {"co_create", l_co_create}, {"co_resume", l_co_resume},
         {"co_wrap", l_co_wrap},   {"helper", l_helper},
-        {"prepare_fork", l_prepare_fork},
+        {"prepare_fork", l_prepare_fork}, {"reset_run", l_reset_run},
         {NULL, NULL},
     };
     int top;

@@ -14,11 +14,21 @@
 /** Default instruction limit of one sandboxed call (Lua VM instructions;
  *  about 0.2 to 1 s of Lua on a current CPU). */
 #define APSL_SANDBOX_DEFAULT_INSTRUCTIONS 100000000LL
-/** Default instruction limit over every sandboxed call of a process (the
- *  run's rules, objectives and formatters together; about 4 to 17 minutes
- *  of script time at the per-call limit's rate): a script that stays
- *  under each call's limits on millions of candidates still ends. */
+/** Default instruction limit over every sandboxed call of a run (its
+ *  rules, objectives and formatters, in every --jobs worker together;
+ *  about 4 to 17 minutes of script time at the per-call limit's rate): a
+ *  script that stays under each call's limits on millions of candidates
+ *  still ends. */
 #define APSL_SANDBOX_DEFAULT_RUN_INSTRUCTIONS 100000000000LL
+/** Default wall-clock limit over every sandboxed call of a run, seconds
+ *  (counted by the timer thread's 10 ms ticks that find a call running):
+ *  a script whose few instructions each do long work (comparing 48 MiB
+ *  strings) stays under the instruction counts and still ends. */
+#define APSL_SANDBOX_DEFAULT_RUN_SECONDS 600.0
+/** Default cap on the whole Lua state when a sandboxed call starts, MiB:
+ *  what scripts keep from call to call (under each call's memory cap) is
+ *  bounded over the run. */
+#define APSL_SANDBOX_DEFAULT_STATE_MIB 8192LL
 /** Default memory cap of one sandboxed call, MiB the state may grow by. */
 #define APSL_SANDBOX_DEFAULT_MEMORY_MIB 256LL
 /** Default wall-clock limit of one sandboxed call, seconds (checked from

@@ -107,6 +107,13 @@ describe("2025-26 families: exact parameter counts", function()
     m, info2 = hf.from_config(cfg, "k2.json")
     assert.are.same({ 384, nil, nil }, { m.num_experts, m.shared_expert_ffn_hidden_size, m.q_lora_rank })
     assert.are.equal(2, #info2.notes) -- kimi_k2 read as deepseek_v3; the fp8 checkpoint
+    -- any other count key's null builds no model in transformers: refused,
+    -- not taken for the class default ("not in the config" said it was
+    -- absent; a breaker's round 10)
+    cfg.kv_lora_rank = cjson.null
+    assert.are.equal("k2.json: kv_lora_rank: null is no value here: transformers passes None to the config " ..
+      "class, which builds no model with it (leave the key out for the class default) (got null)",
+      err_of(hf.from_config, cfg, "k2.json"))
     for _, n in ipairs(info2.notes) do assert.falsy(n:find("class defaults", 1, true), n) end
   end)
 

@@ -207,10 +207,62 @@ describe("instruction limit", function()
     code, _, err = H.apsearch("run", "--sandbox-run-instructions", "-1")
     assert.are.equal(2, code)
     assert.truthy(err:find("--sandbox-run-instructions: run_instructions: must be an integer", 1, true), err)
+    -- the --jobs workers count together: the same run exits 2 with one
+    -- process and with two (each had the whole budget; a breaker's round 10)
+    local busy = write(DIR .. "/busy.lua",
+      "return { name = 'busy', check = function(c) for _ = 1, 3000 do end return true end }")
+    for _, jobs in ipairs({ "1", "2" }) do
+      local c2, _, e2 = H.apsearch("run", H.ROOT .. "/examples/llama3_70b_h100_1024_sweep.lua", "--rules", busy,
+        "--sandbox-run-instructions", "20000000", "--jobs", jobs, "-q")
+      assert.are.equal(2, c2, "--jobs " .. jobs)
+      assert.truthy(e2:find("run instruction limit exceeded", 1, true), e2)
+    end
     -- 0 lifts it
     sandbox.configure({ run_instructions = 0 })
     assert.is_true(r.check({ tp_degree = 1 }))
     assert.has_error(function() sandbox.configure({ run_instructions = -1 }) end)
+  end)
+
+  it("limits the run's wall-clock time in scripts, and what they keep in the state", function()
+    -- a rule whose few instructions each work long (a breaker compared two
+    -- 48 MiB strings: 3.7 s a check in 2,400 instructions) is stopped by the
+    -- run's time, counted by the timer's ticks
+    limits(1e9, 64)
+    local slow = rules.load_file(write(DIR .. "/slowcheck.lua", "local a, b = string.rep('x', 1 << 22), " ..
+      "string.rep('x', (1 << 22) - 1) .. 'y' return { name = 'slowcheck', check = function(c) " ..
+      "for _ = 1, 20 do local _ = (a == b) end return true end }"))
+    local quick = rules.load_file(write(DIR .. "/quick.lua", "return { name = 'quick', check = function(c) " ..
+      "return true end }"))
+    sandbox.reset_run()
+    sandbox.configure({ run_seconds = 0.2, seconds = 10 })
+    local err
+    for _ = 1, 10000 do
+      local ok, e = pcall(slow.check, { tp_degree = 1 })
+      if not ok then err = e break end
+    end
+    assert.truthy(err and err:find("slowcheck.lua:1: run time limit exceeded: more than 0.2 s of wall-clock " ..
+      "time in the scripts' calls of this run (sandbox limit; raise it with --sandbox-run-seconds)", 1, true), err)
+    assert.is_true(sandbox.limits().run_seconds_used > 0.2)
+    -- the next call of the run trips at once, even a short one; a new run
+    -- starts from 0
+    assert.has_error(function() quick.check({ tp_degree = 1 }) end)
+    sandbox.reset_run()
+    assert.is_true(quick.check({ tp_degree = 1 }))
+    sandbox.configure({ run_seconds = 600 })
+    -- what a rule keeps from call to call: the state's cap, checked (after a
+    -- collection) when a call starts
+    local hoard = rules.load_file(write(DIR .. "/hoard.lua", "local kept = {} return { name = 'hoard', " ..
+      "check = function(c) kept[#kept + 1] = string.rep('h', 8 << 20) .. #kept return true end }"))
+    collectgarbage()
+    sandbox.configure({ state_mib = math.floor(collectgarbage("count") / 1024) + 40 })
+    err = nil
+    for _ = 1, 20 do
+      local ok, e = pcall(hoard.check, { tp_degree = 1 })
+      if not ok then err = e break end
+    end
+    sandbox.configure({ state_mib = 8192 })
+    assert.truthy(err and err:find("hoard.lua:1: memory limit exceeded: the Lua state holds more than", 1, true), err)
+    assert.truthy(err:find("raise it with --sandbox-state-mib", 1, true), err)
   end)
 
   it("is settable and reports the count", function()

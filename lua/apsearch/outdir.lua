@@ -171,6 +171,27 @@ local function not_ours(setdir, m)
   return extra, tmps
 end
 
+-- What lstat says of path ({type, dev, ino}; without the core module,
+-- the type alone), nil when nothing is there.
+local function identity(path)
+  if core then return core.lstat(path) end
+  local t = mode_of(path)
+  return t and { type = t == "link" and "link" or t } or nil
+end
+
+-- Removes names in order (files of setdir, "launch/<f>" of its launch
+-- directory, "launch/" that directory) in the directory id identifies:
+-- relative to a descriptor of it (core.remove_in_dir), or by path without
+-- the core.
+local function remove_names(setdir, id, names)
+  if core then return core.remove_in_dir(setdir, id.dev, id.ino, names) end
+  for _, rel in ipairs(names) do
+    if rel:sub(-1) == "/" then lfs.rmdir(util.join_path(setdir, rel:sub(1, -2)))
+    else os.remove(util.join_path(setdir, rel)) end
+  end
+  return true
+end
+
 --- Removes a set directory a run was killed in while writing its marker:
 -- nothing in it but the marker, and the marker a beginning of what
 -- apsearch writes first (its header; empty when the kill fell between the
@@ -178,6 +199,8 @@ end
 -- @tparam string setdir
 -- @treturn boolean true when removed
 function M.remove_unfinished(setdir)
+  local id = identity(setdir)
+  if not id or id.type ~= "directory" then return false end
   local names = util.listdir(setdir)
   if not (names and #names == 1 and names[1] == M.MARKER) then return false end
   local p = util.join_path(setdir, M.MARKER)
@@ -185,7 +208,7 @@ function M.remove_unfinished(setdir)
   local s = util.read_file(p) or ""
   local head = s:sub(1, #MARKER_HEAD)
   if MARKER_HEAD:sub(1, #head) ~= head then return false end
-  os.remove(p)
+  if not remove_names(setdir, id, { M.MARKER }) then return false end
   return lfs.rmdir(setdir) ~= nil
 end
 
@@ -199,7 +222,10 @@ end
 -- @treturn boolean true when removed
 -- @treturn[opt] string why it was kept
 function M.remove_set(setdir, name)
-  if mode_of(setdir) ~= "directory" then
+  -- the directory checked below, by identity: the removal is made in it
+  -- and nowhere else, whatever its path names by then (core.remove_in_dir)
+  local id = identity(setdir)
+  if not id or id.type ~= "directory" then
     return false, "it is a " .. tostring(mode_of(setdir)) .. ", not a set directory: apsearch follows no link to delete"
   end
   local m = M.read_manifest(setdir)
@@ -219,10 +245,13 @@ function M.remove_set(setdir, name)
   if #extra > 0 then
     return false, "it holds files apsearch did not write or that changed since: " .. some(extra)
   end
-  for _, rel in ipairs(tmps) do os.remove(util.join_path(setdir, rel)) end
-  for i = #m.files, 1, -1 do os.remove(util.join_path(setdir, m.files[i])) end
-  lfs.rmdir(util.join_path(setdir, "launch"))
-  os.remove(util.join_path(setdir, M.MARKER))
+  local names = {}
+  for _, rel in ipairs(tmps) do names[#names + 1] = rel end
+  for i = #m.files, 1, -1 do names[#names + 1] = m.files[i] end
+  names[#names + 1] = "launch/"
+  names[#names + 1] = M.MARKER
+  local removed, gone = remove_names(setdir, id, names)
+  if not removed then return false, tostring(gone) end
   local ok, rerr = lfs.rmdir(setdir)
   if not ok then return false, tostring(rerr) end
   return true

@@ -56,6 +56,10 @@ int apsl_read_regular(lua_State *L);
 int apsl_write_file(lua_State *L);
 int apsl_syncfs(lua_State *L);
 int apsl_dir_open(lua_State *L);
+/** core.remove_in_dir(dir, dev, ino, names): files removed relative to a
+ *  directory opened without following links and checked to be (dev, ino)
+ *  (lfsync.c). */
+int apsl_remove_in_dir(lua_State *L);
 /** core.ncpu, pipe, fork, fd_read, fd_write, fd_close, poll, waitpid,
  *  kill, exit_now, fd_tmpfile, fd_pread and fd_copy (lproc.c, each
  *  documented there): the worker processes of `apsearch run --jobs N`

@@ -895,6 +895,7 @@ static const luaL_Reg module_funcs[] = {
     {"isatty", apsl_isatty},
     {"rename_noreplace", apsl_rename_noreplace},
     {"rename_exchange", apsl_rename_exchange},
+    {"remove_in_dir", apsl_remove_in_dir},
     {"chmod", apsl_chmod},
     {"lstat", apsl_lstat},
     {"chown", apsl_chown},

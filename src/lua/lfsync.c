@@ -14,7 +14,7 @@
  * then made durable together).  Registered in the `apsearch.core` module
  * (lcore.c) as fsync, getpid, realpath, monotime, isatty,
  * rename_noreplace, rename_exchange, chmod, lstat, chown, read_regular,
- * write_file, syncfs and dir_open.
+ * write_file, syncfs, dir_open and remove_in_dir.
  */
 #define _GNU_SOURCE /* realpath; renameat2 (glibc >= 2.28) */
 
@@ -355,4 +355,86 @@ int apsl_read_regular(lua_State *L)
     }
     close(fd);
     return 2;
+}
+
+/* Unlinks name (one component) in directory fd dfd; a missing one is no
+ * error. */
+static int unlink_in(int dfd, const char *name, int flags)
+{
+    return unlinkat(dfd, name, flags) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* core.remove_in_dir(dir, dev, ino, names) -> true | nil, message: removes
+ * names in order from directory dir: each a file "f" or "sub/f" (one level
+ * of subdirectory), or "sub/", that subdirectory if empty (an error there
+ * is left to the caller's rmdir of dir to find).  dir must be the
+ * directory (dev, ino) the caller checked: it is opened once without
+ * following a link (O_NOFOLLOW | O_DIRECTORY), its identity compared, and
+ * every removal made relative to that descriptor (unlinkat(2)), the
+ * subdirectories opened the same way.  So a directory swapped for a link
+ * or another directory between the caller's checks and the removal loses
+ * nothing outside it (`--out`'s clean-up of a leftover set, outdir.lua
+ * remove_set: a breaker's symlink swap deleted a file of another
+ * directory when the removal went by path). */
+int apsl_remove_in_dir(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    lua_Integer dev = luaL_checkinteger(L, 2), ino = luaL_checkinteger(L, 3);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return luaL_fileresult(L, 0, dir);
+    struct stat st;
+    if (fstat(dfd, &st) != 0 || (lua_Integer)st.st_dev != dev ||
+        (lua_Integer)st.st_ino != ino) {
+        close(dfd);
+        lua_pushnil(L);
+        lua_pushfstring(L, "%s: not the directory checked (changed since)", dir);
+        return 2;
+    }
+    lua_Integer n = luaL_len(L, 4);
+    int bad = 0;
+    for (lua_Integer i = 1; i <= n && !bad; i++) {
+        lua_geti(L, 4, i);
+        const char *rel = luaL_checkstring(L, -1);
+        const char *slash = strchr(rel, '/');
+        if (slash == NULL) {
+            bad = unlink_in(dfd, rel, 0);
+        } else if (slash[1] == '\0' && slash != rel && (size_t)(slash - rel) < 256) {
+            char sub[256];
+            memcpy(sub, rel, (size_t)(slash - rel));
+            sub[slash - rel] = '\0';
+            (void)unlinkat(dfd, sub, AT_REMOVEDIR); /* a directory only */
+        } else if (strchr(slash + 1, '/') == NULL && slash != rel) {
+            char sub[256];
+            size_t len = (size_t)(slash - rel);
+            if (len >= sizeof sub) {
+                bad = -1;
+            } else {
+                memcpy(sub, rel, len);
+                sub[len] = '\0';
+                int sfd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sfd < 0) {
+                    bad = errno == ENOENT ? 0 : -1;
+                } else {
+                    bad = unlink_in(sfd, slash + 1, 0);
+                    close(sfd);
+                }
+            }
+        } else {
+            bad = -1;
+            errno = EINVAL;
+        }
+        lua_pop(L, 1);
+        if (bad) {
+            int e = errno;
+            close(dfd);
+            errno = e;
+            lua_geti(L, 4, i);
+            return luaL_fileresult(L, 0, lua_tostring(L, -1));
+        }
+    }
+    close(dfd);
+    lua_pushboolean(L, 1);
+    return 1;
 }

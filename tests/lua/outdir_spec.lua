@@ -52,6 +52,39 @@ local function check_set(dir)
   return id, r, target
 end
 
+describe("core.remove_in_dir: removals in the directory checked, never through a swapped path", function()
+  it("removes files, then launch/, relative to the directory it was given; refuses a link or another directory",
+    function()
+    local core = require "apsearch.core"
+    local base = tmpdir()
+    local set, victim = base .. "/set", base .. "/victim"
+    assert(lfs.mkdir(set)) assert(lfs.mkdir(set .. "/launch")) assert(lfs.mkdir(victim))
+    write(set .. "/a.csv", "x") write(set .. "/launch/r1.sh", "x") write(victim .. "/a.csv", "mine")
+    local id = core.lstat(set)
+    -- swapped for a link to another directory after the check (a
+    -- breaker's race deleted a file of the victim's): refused, nothing lost
+    assert(os.rename(set, base .. "/set.real"))
+    assert(lfs.link(victim, set, true))
+    local ok, err = core.remove_in_dir(set, id.dev, id.ino, { "a.csv" })
+    assert.is_nil(ok)
+    assert.truthy(err, "an error")
+    assert.are.equal("mine", read(victim .. "/a.csv"))
+    -- ... or for another directory: not the one checked
+    os.remove(set)
+    assert(lfs.mkdir(set))
+    write(set .. "/a.csv", "other")
+    ok, err = core.remove_in_dir(set, id.dev, id.ino, { "a.csv" })
+    assert.is_nil(ok)
+    assert.truthy(err:find("not the directory checked", 1, true), err)
+    assert.are.equal("other", read(set .. "/a.csv"))
+    -- the directory itself: its files, a launch file, then launch/
+    local real = base .. "/set.real"
+    assert.is_true(core.remove_in_dir(real, id.dev, id.ino, { "a.csv", "launch/r1.sh", "launch/", "gone.txt" }))
+    assert.is_nil((mode(real .. "/a.csv")))
+    assert.is_nil((mode(real .. "/launch")))
+  end)
+end)
+
 describe("apsearch run --out: atomic result sets", function()
   setup(function()
     assert.is_string(BIN, "APS_BIN must name the built apsearch binary")

@@ -786,6 +786,55 @@ static int sb_msgh(lua_State *L)
     return 1;
 }
 
+/* What each limit's report says: "<kind> limit exceeded: more than
+ * <amount> (sandbox limit; raise it with --<flag>)", the amount formatted
+ * from limit_value. */
+static const struct {
+    int trip;
+    const char *kind, *flag, *amount;
+} LIMIT_TEXTS[] = {
+    {TRIP_INSTRUCTIONS, "instruction", "sandbox-instructions",
+     "%.0f Lua instructions in one call"},
+    {TRIP_TIME, "time", "sandbox-seconds", "%g s of wall-clock time in one call"},
+    {TRIP_CPU, "CPU time", "sandbox-cpu-seconds", "%g s of CPU time in one call"},
+    {TRIP_RUN, "run instruction", "sandbox-run-instructions",
+     "%.0f Lua instructions in the scripts' calls of this run"},
+    {TRIP_RUN_TIME, "run time", "sandbox-run-seconds",
+     "%g s of wall-clock time in the scripts' calls of this run"},
+    {TRIP_STATE, "memory", "sandbox-state-mib",
+     "%.0f MiB held by the Lua state when a call starts, what scripts kept "
+     "from their calls included"},
+    {TRIP_MEMORY, "memory", "sandbox-memory-mib", "%.0f MiB in use by one call"},
+};
+
+/* The setting a tripped limit is past, in its report's unit. */
+static double limit_value(const sb_state *sb, int tripped)
+{
+    double mib = 1024.0 * 1024.0;
+    switch (tripped) {
+    case TRIP_INSTRUCTIONS: return (double)sb->max_instructions;
+    case TRIP_TIME: return sb->max_seconds;
+    case TRIP_CPU: return sb->max_cpu_seconds;
+    case TRIP_RUN: return (double)sb->max_run_instructions;
+    case TRIP_RUN_TIME: return sb->max_run_seconds;
+    case TRIP_STATE: return (double)sb->max_state / mib;
+    default: return (double)sb->max_memory / mib;
+    }
+}
+
+/* The line a tripped limit reports (LIMIT_TEXTS). */
+static void limit_text(const sb_state *sb, int tripped, char *text, size_t n)
+{
+    size_t k = sizeof LIMIT_TEXTS / sizeof LIMIT_TEXTS[0] - 1; /* memory */
+    for (size_t i = 0; i < k; i++)
+        if (LIMIT_TEXTS[i].trip == tripped)
+            k = i;
+    char amount[160];
+    snprintf(amount, sizeof amount, LIMIT_TEXTS[k].amount, limit_value(sb, tripped));
+    snprintf(text, n, "%s limit exceeded: more than %s (sandbox limit; raise "
+             "it with --%s)", LIMIT_TEXTS[k].kind, amount, LIMIT_TEXTS[k].flag);
+}
+
 /* Raises the report of a failed sandboxed call.  The error value of the
  * pcall (a string from sb_msgh, or Lua's memory message) is on top. */
 static int fail(lua_State *L, sb_state *sb, int status, int tripped,
@@ -797,51 +846,12 @@ static int fail(lua_State *L, sb_state *sb, int status, int tripped,
     sb->failures++;
     luaL_buffinit(L, &b);
     if (limited) {
-        char text[256];
+        char text[384];
         if (sb->where[0] != '\0') {
             luaL_addstring(&b, sb->where);
             luaL_addstring(&b, ": ");
         }
-        if (tripped == TRIP_INSTRUCTIONS)
-            snprintf(text, sizeof text,
-                     "instruction limit exceeded: more than %lld Lua "
-                     "instructions in one call (sandbox limit; raise it with "
-                     "--sandbox-instructions)", sb->max_instructions);
-        else if (tripped == TRIP_TIME)
-            snprintf(text, sizeof text,
-                     "time limit exceeded: more than %g s of wall-clock time "
-                     "in one call (sandbox limit; raise it with "
-                     "--sandbox-seconds)", sb->max_seconds);
-        else if (tripped == TRIP_RUN)
-            snprintf(text, sizeof text,
-                     "run instruction limit exceeded: more than %lld Lua "
-                     "instructions in the scripts' calls of this run "
-                     "(sandbox limit; raise it with "
-                     "--sandbox-run-instructions)", sb->max_run_instructions);
-        else if (tripped == TRIP_RUN_TIME)
-            snprintf(text, sizeof text,
-                     "run time limit exceeded: more than %g s of wall-clock "
-                     "time in the scripts' calls of this run (sandbox limit; "
-                     "raise it with --sandbox-run-seconds)",
-                     sb->max_run_seconds);
-        else if (tripped == TRIP_STATE)
-            snprintf(text, sizeof text,
-                     "memory limit exceeded: the Lua state holds more than "
-                     "%.0f MiB when a call starts (what scripts kept from "
-                     "their calls included; sandbox limit; raise it with "
-                     "--sandbox-state-mib)",
-                     (double)sb->max_state / (1024.0 * 1024.0));
-        else if (tripped == TRIP_CPU)
-            snprintf(text, sizeof text,
-                     "CPU time limit exceeded: more than %g s of CPU time in "
-                     "one call (sandbox limit; raise it with "
-                     "--sandbox-cpu-seconds)", sb->max_cpu_seconds);
-        else
-            snprintf(text, sizeof text,
-                     "memory limit exceeded: more than %.0f MiB in use by "
-                     "one call (sandbox limit; raise it with "
-                     "--sandbox-memory-mib)",
-                     (double)sb->max_memory / (1024.0 * 1024.0));
+        limit_text(sb, tripped, text, sizeof text);
         luaL_addstring(&b, text);
     } else if (status == LUA_ERRMEM) {
         luaL_addstring(&b, "not enough memory");

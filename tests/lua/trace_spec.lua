@@ -728,22 +728,22 @@ describe("apsearch.trace GEMMs", function()
       "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId)" })
     assert.truthy(one_line(apsearch("calibrate", "--trace", gen)):find(gen .. ": trace: Nsight Systems export: " ..
       "StringIds.value is a generated column (nsys export writes plain columns)\n", 1, true))
-    -- the strings' bytes are bounded before they are read
-    local nsys0 = require "apsearch.nsys"
-    local text_limit = nsys0.MAX_TEXT_BYTES
-    nsys0.MAX_TEXT_BYTES = 100
-    local tok, terr = pcall(trace.load, NSYS)
-    nsys0.MAX_TEXT_BYTES = text_limit
-    assert.is_false(tok)
-    assert.truthy(tostring(terr):find("bytes of text in StringIds.value, more than 100", 1, true), terr)
-    -- the row limit counts the strings too
+    -- the public export under a lowered limit: its error
     local nsys = require "apsearch.nsys"
-    local limit = nsys.MAX_ROWS
-    nsys.MAX_ROWS = 100
-    local ok, err = pcall(trace.load, NSYS)
-    nsys.MAX_ROWS = limit
-    assert.is_false(ok)
-    assert.truthy(tostring(err):find("111 rows in StringIds, more than 100", 1, true), err)
+    local function limited(field, value)
+      local keep = nsys[field]
+      nsys[field] = value
+      local ok, err = pcall(trace.load, NSYS)
+      nsys[field] = keep
+      assert.is_false(ok)
+      return tostring(err)
+    end
+    -- the strings' bytes are bounded before they are read
+    local terr = limited("MAX_TEXT_BYTES", 100)
+    assert.truthy(terr:find("bytes of text in StringIds.value, more than 100", 1, true), terr)
+    -- the row limit counts the strings too
+    local err = limited("MAX_ROWS", 100)
+    assert.truthy(err:find("111 rows in StringIds, more than 100", 1, true), err)
   end)
 
   it("counts a float32 profile's GEMMs without fitting them (the public A100 trace)", function()

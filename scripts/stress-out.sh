@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/stress-out.sh [KILLS] [PAIRS] [RACES] [WORKERS] [PKILLS] [BIGPAIRS] -- stresses the atomic result sets
+# scripts/stress-out.sh [KILLS] [PAIRS] [RACES] [WORKERS] [PKILLS] [BIGPAIRS] [SWAPS] -- stresses the atomic result sets
 # of `apsearch run --out DIR` (docs/outputs.md, "Atomic result sets"):
 #
 # 1. KILLS runs (default 300), each killed with SIGKILL after a random
@@ -47,6 +47,12 @@
 # After each, no set directory but DIR's, the kept set and the user's is
 # left next to DIR once the next run has cleaned, and the user's files
 # are unchanged.
+# 8. SWAPS runs (default 150) while a look-alike set directory beside DIR,
+#    whose marker names DIR and lists precious.txt, is swapped back and
+#    forth with a link to a directory outside holding a precious.txt of its
+#    own (renameat2 RENAME_EXCHANGE in a loop, a racer compiled with cc):
+#    the file outside is never removed (the clean-up removes through a
+#    descriptor of the directory it checked, core.remove_in_dir).
 #
 # Prints the counts; exit 1 on any fault.  KEEP_W=1 keeps the work
 # directory (its final.err: the final run's log, with what it kept).
@@ -60,6 +66,7 @@ RACES=${3:-40}
 WORKERS=${4:-40}
 PKILLS=${5:-40}
 BIGPAIRS=${6:-10}
+SWAPS=${7:-150}
 BIG_POLICY=${BIG_POLICY:-examples/llama3_70b_h100_1024_sweep.lua}
 CHECK="lua5.4 scripts/check-out-set.lua"
 W=$(mktemp -d)
@@ -305,6 +312,42 @@ done
 n2=$(ls -A "$B" | grep -c '^\.out2\.apsearch-set-')
 [ "$n2" = 1 ] || fault "DIR2: $n2 set directories beside it"
 echo "big pairs: $BIGPAIRS (two runs into DIR beside one into DIR2, --jobs 2): DIR held a finished run's set after $bp_ok, $bp_refused refused; $((faults - f0)) faults"
+
+f0=$faults; swapped=0
+mkdir -p "$W/victim"
+echo "outside, mine" > "$W/victim/precious.txt"
+cat > "$W/racer.c" <<'C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    for (;;)
+        renameat2(AT_FDCWD, argv[1], AT_FDCWD, argv[2], RENAME_EXCHANGE);
+}
+C
+if cc -o "$W/racer" "$W/racer.c" 2>/dev/null; then
+  FAKE=.out.apsearch-set-20260101T000000Z-1-abcdef
+  for k in $(seq 1 "$SWAPS"); do
+    (cd "$B" && rm -rf "$FAKE" alt && mkdir "$FAKE" &&
+      printf 'apsearch result set\nrun_id 20260101T000000Z-1-abcdef\nout out\nfile precious.txt\n' > "$FAKE/.apsearch-set" &&
+      touch "$FAKE/precious.txt" && ln -s "$W/victim" alt)
+    (cd "$B" && exec "$W/racer" "$FAKE" alt) & rp=$!
+    sleep 0.01
+    # (the fewest steps before the clean-up: the old by-path removal lost
+    # the file outside at the 52nd such run)
+    "$BIN" run "$POLICY" --top-k 1 --quiet --jobs 1 --candidates none --out "$DIR" >/dev/null 2>"$W/es"
+    kill $rp; wait $rp 2>/dev/null
+    [ -e "$W/victim/precious.txt" ] || { fault "swap $k: the file outside was removed"; break; }
+    swapped=$((swapped + 1))
+  done
+  (cd "$B" && rm -rf "$FAKE" alt)
+  echo "swaps: $swapped runs beside a look-alike set swapped with a link outside; $((faults - f0)) faults"
+else
+  echo "swaps: skipped (no C compiler for the racer)"
+fi
 
 [ "${KEEP_W:-}" ] && echo "kept $W" >&3 || rm -rf "$W"
 [ $faults = 0 ]

@@ -355,6 +355,50 @@ static void test_hybrid_moe_host_kernels(void **state)
                      APS_CG_ATTN | APS_CG_MAMBA | APS_CG_MOE_ROUTER);
 }
 
+/* The combine's share of the sync segment (stagetime.c stage_host): a
+ * dropless all-to-all dispatch over 8 EP ranks syncs every MoE layer, and
+ * the GPU work after the host's last expert launch is the combine, half
+ * the layer's exposed dispatch and combine (APS_COMBINE_SHARE 0.5: the
+ * same bytes each way). */
+static void test_hybrid_moe_sync_tail(void **state)
+{
+    (void)state;
+    aps_model m;
+    fx_nemotron3_nano(&m);
+    aps_cluster c;
+    fx_h100(&c, 8);
+    aps_training t;
+    fx_training(&t, 8, 4096);
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    s.dp_degree = 8;
+    s.ep_degree = 8;
+    s.micro_batch_size = 1;
+    char msg[APS_REASON_LEN];
+    aps_layout lay;
+    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
+                     APS_REASON_NONE);
+    aps_dp_plan plan;
+    aps_dp_plan_build(&t, &s, &plan);
+    aps_layer_cost lc;
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
+    aps_moe_layer_cost(&m, &c, &t, &s, &lc.moe);
+    aps_stage_time st;
+    aps_stage_time_build(&m, &c, &t, &s, &lay, &plan, &lc, 0, false, &st);
+    ASSERT_REL(st.host.sync_layers, 23.0, 0.0); /* every MoE layer syncs */
+    assert_true(st.ep_exposed_fwd > 0.0);
+    ASSERT_REL(st.moe_g_tail, 0.5 * st.ep_exposed_fwd / 23.0, 1e-12);
+    assert_true(st.moe_g_tail < st.moe_g_post);
+    /* token drop with padding: static splits, no sync, no segment */
+    s.moe_capacity_factor = 1.0;
+    aps_layer_activations(&m, &t, &s, NULL, &lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
+    aps_moe_layer_cost(&m, &c, &t, &s, &lc.moe);
+    aps_stage_time_build(&m, &c, &t, &s, &lay, &plan, &lc, 0, false, &st);
+    ASSERT_REL(st.host.sync_layers, 0.0, 0.0);
+}
+
 /* Without a shared expert an MoE layer's dense-FFN TP collectives go: the
  * whole layer's on a hybrid model (one block per layer), half a
  * transformer layer's (stagetime.c takes drop_mlp_tp layers' worth); with
@@ -933,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_mtp_stage),
         cmocka_unit_test(test_hybrid_mtp_validation),
         cmocka_unit_test(test_hybrid_moe_host_kernels),
+        cmocka_unit_test(test_hybrid_moe_sync_tail),
         cmocka_unit_test(test_hybrid_moe_tp_drop),
         cmocka_unit_test(test_hybrid_fp8_casts_and_copies),
         cmocka_unit_test(test_hybrid_mxfp8_mamba_casts),

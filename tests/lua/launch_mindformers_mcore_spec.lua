@@ -138,7 +138,14 @@ describe("MindFormers' use_legacy False models (issue 25)", function()
     -- does, not as LlamaConfig's parallel settings alone (a new user's
     -- finding, 2026-12-07)
     local m = load("deepseek-v3.2")
-    assert.are.same({ "deepseek_v3", { mcore.DSA_LACK } }, { mcore.family(m, 4096) })
+    local fam, lacks, without = mcore.family(m, 4096)
+    assert.are.same({ "deepseek_v3", {} }, { fam, lacks })
+    assert.are.equal(1, #without)
+    -- a family that cannot hold MLA lacks the indexer outright
+    local dense = { num_layers = 2, hidden_size = 64, num_attention_heads = 4, num_query_groups = 4,
+      ffn_hidden_size = 128, vocab_size = 100, index_n_heads = 8, qk_norm = true }
+    local _, dense_lacks = mcore.family(dense, 4096)
+    assert.is_truthy(table.concat(dense_lacks, "; "):find(mcore.DSA_LACK, 1, true))
     local text, notes = yaml_of(m, { dp_degree = 8, pp_degree = 8, ep_degree = 8, zero_stage = 0,
       micro_batch_size = 1, layer_recompute = "full" }, { global_batch_size = 512 }, 64)
     assert.are.same({ '"deepseek_v3"', "1536", "256" }, { mc(text, "model_type"), mc(text, "q_lora_rank"),

@@ -843,17 +843,13 @@ function M.render(c)
   -- deepseek_v3 model that builds it (fam), else no architecture keys
   local lacks, fam = M.shape_lacks(m), nil
   if #lacks > 0 then
-    local closest, fam_lacks = mcore.family(m, tr.seq_length or 0)
-    if #fam_lacks == 0 then fam = closest
-    elseif closest == "deepseek_v3" and #fam_lacks == 1 and fam_lacks[1] == mcore.DSA_LACK then
-      -- DeepSeek-V3.2 / GLM-5: V3's model without the indexer, said (as
-      -- TorchTitan's file writes build_mla_moe_layers without it)
+    local closest, fam_lacks, without = mcore.family(m, tr.seq_length or 0)
+    if #fam_lacks == 0 then
       fam = closest
-      N("NOT EXPRESSIBLE in MindFormers", ("DeepSeek Sparse Attention (the lightning indexer of %d x %d and " ..
-        "top-%d sparse attention): MindFormers' deepseek_v3 model has no indexer and attends densely; written " ..
-        "without it: no indexer weights, dense MLA attention, not the time and memory estimated"):format(
-        m.index_n_heads, m.index_head_dim or 0, m.index_topk or 0))
-    else M.lacks_notes(lacks, closest, fam_lacks, N) end
+      for _, w in ipairs(without) do N("NOT EXPRESSIBLE in MindFormers", w) end
+    else
+      M.lacks_notes(lacks, closest, fam_lacks, N)
+    end
   end
   -- LlamaConfig's keys (KA): none where it would build another model
   local KA = #lacks == 0 and K or function() end

@@ -121,8 +121,8 @@ M.BLOCK_LACKS_WHY = {
 }
 
 --- What the families lack for DeepSeek Sparse Attention (DeepSeek-V3.2,
--- GLM-5): no indexer.  mindspore.lua writes the deepseek_v3 model without
--- it when that is all it lacks, and says so.
+-- GLM-5): no indexer.  The deepseek_v3 model is written without it (M.family's
+-- `without`); the others cannot hold the model at all.
 M.DSA_LACK = "the DeepSeek Sparse Attention indexer"
 
 --- What a block of these families lacks (the reasons none builds the
@@ -135,7 +135,6 @@ local function block_lacks(m, seq, W)
   for _, what in ipairs(launch_util.decoder_block_lacks(m, seq, M.BLOCK_LACKS_WHY)) do W(what) end
   if m.attn_out_bias or m.mlp_bias then W("output-projection or MLP biases (add_bias_linear False)") end
   if (m.rotary_percent or 0) > 0 and m.rotary_percent < 1 then W("partial RoPE (rotary_percent 1.0 only)") end
-  if (m.index_n_heads or 0) > 0 then W(M.DSA_LACK) end
   if m.moe_router_linear_bias or m.moe_router_input_probs then W("a router of its own (bias or input scaling)") end
   if m.shared_expert_gate then W("the shared experts' sigmoid gate") end
 end
@@ -146,12 +145,22 @@ end
 -- @tparam integer seq training seq_length (0: unknown; chunked attention)
 -- @treturn string the family's model_type (the closest one when refused)
 -- @treturn table what that family lacks, empty when it builds the model
+-- @treturn table the parts it builds the model without, each a NOT
+--   EXPRESSIBLE note (DeepSeek Sparse Attention's indexer on deepseek_v3:
+--   dense MLA attention, as TorchTitan's file writes it)
 function M.family(m, seq)
-  local lacks = {}
+  local lacks, without = {}, {}
   local function W(t) lacks[#lacks + 1] = t end
   local moe, mla = (m.num_experts or 0) > 0, (m.kv_lora_rank or 0) > 0
   local fam = mla and "deepseek_v3" or moe and "qwen3_moe" or "qwen3"
   block_lacks(m, seq, W)
+  if (m.index_n_heads or 0) > 0 and fam ~= "deepseek_v3" then W(M.DSA_LACK)
+  elseif (m.index_n_heads or 0) > 0 then
+    without[#without + 1] = ("DeepSeek Sparse Attention (the lightning indexer of %d x %d and top-%d sparse " ..
+      "attention): MindFormers' deepseek_v3 model has no indexer and attends densely; written without it: no " ..
+      "indexer weights, dense MLA attention, not the time and memory estimated"):format(m.index_n_heads,
+      m.index_head_dim or 0, m.index_topk or 0)
+  end
   local kind = m.rope_scaling_type or "none"
   if fam ~= "deepseek_v3" then
     -- gpt_model.py:204-214 builds its yarn embedding from MLA's head dims
@@ -182,7 +191,7 @@ function M.family(m, seq)
       W("an expert bias on softmax scores (TransformerConfig: sigmoid only)")
     end
   end
-  return fam, lacks
+  return fam, lacks, without
 end
 
 --- The RoPE keys: rope_theta, and YaRN as the rope_scaling mapping

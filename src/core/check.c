@@ -87,6 +87,63 @@ aps_reason aps_check_degrees(const aps_strategy *s, char *msg, size_t n)
     return APS_REASON_NONE;
 }
 
+/** Whether kind x's KV heads, fewer than the tp ranks that divide them,
+ *  leave its fused K and V columns (k (d + v dv)) indivisible by tp:
+ *  Megatron-Core's ColumnParallelLinear splits the fused QKV output evenly
+ *  (divide(output_size, world_size), tensor_parallel/layers.py @
+ *  d98e8a64); the query columns are a d with tp | a. */
+static bool kv_columns_indivisible(const aps_attn_kind *x, int64_t tp)
+{
+    double cols = x->k * (x->d + x->v * x->dv);
+    return fmod(cols, (double)tp) != 0.0;
+}
+
+/** Query groups v of field f against tp_degree tp, into msg: none when
+ *  tp divides them, or when the framework replicates fewer groups over
+ *  ranks that are a multiple of them (aps_kv_core_groups); else
+ *  TP_DIVISIBILITY, naming the framework's rule. */
+static aps_reason check_tp_groups(const aps_training *t, const char *f,
+                                  int64_t v, int64_t tp, char *msg, size_t n)
+{
+    if (v % tp == 0)
+        return APS_REASON_NONE;
+    bool rep = aps_profile(t)->kv_head_replication;
+    if (rep && v > 0 && tp % v == 0)
+        return APS_REASON_NONE;
+    if (rep)
+        aps_fmt(msg, n, "%s = %lld is neither a multiple nor a divisor of "
+                "tp_degree = %lld (Megatron-Core's TransformerConfig)", f,
+                (long long)v, (long long)tp);
+    else
+        aps_fmt(msg, n, "%s = %lld is not divisible by tp_degree = %lld%s",
+                f, (long long)v, (long long)tp,
+                v < tp ? " (this framework shards whole KV heads over the TP "
+                         "ranks; framework megatron replicates fewer heads, "
+                         "as Megatron-Core does)"
+                       : "");
+    return APS_REASON_TP_DIVISIBILITY;
+}
+
+/** Fused K and V columns of every kind whose KV heads are replicated
+ *  (kv_columns_indivisible). */
+static aps_reason check_tp_kv_columns(const aps_model *m, int64_t tp,
+                                      char *msg, size_t n)
+{
+    aps_attn_kind x[APS_ATTN_KINDS];
+    int nk = aps_attn_kinds(m, x);
+    for (int i = 0; i < nk; i++) {
+        if (x[i].k >= (double)tp || x[i].layers <= 0 ||
+            !kv_columns_indivisible(&x[i], tp))
+            continue;
+        aps_fmt(msg, n, "the QKV projection's %.0f key and value columns "
+                "(%.0f KV heads) are not divisible by tp_degree = %lld "
+                "(ColumnParallelLinear splits them evenly)",
+                x[i].k * (x[i].d + x[i].v * x[i].dv), x[i].k, (long long)tp);
+        return APS_REASON_TP_DIVISIBILITY;
+    }
+    return APS_REASON_NONE;
+}
+
 aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
                         const aps_strategy *s, char *msg, size_t n)
 {
@@ -114,23 +171,19 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
         {"linear_num_value_heads", m->linear_num_value_heads},
     };
     for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
-        if (div[i].v % tp != 0) {
-            /* fewer KV heads than TP ranks: Megatron-Core replicates
-             * them (each rank all-gathers the QKV output and keeps one
-             * head, attention.py l.353-378 and get_query_key_value_
-             * tensors @ d98e8a64); apsearch does not price that, and
-             * says so rather than name a framework rule */
-            bool groups = strstr(div[i].f, "query_groups") != NULL &&
-                          div[i].v > 0 && div[i].v < tp;
-            aps_fmt(msg, n, "%s = %lld is not divisible by tp_degree = %lld%s",
-                    div[i].f, (long long)div[i].v, (long long)tp,
-                    groups ? " (Megatron-Core would replicate the KV heads "
-                             "over the TP ranks; apsearch does not price "
-                             "that layout)"
-                           : "");
+        if (strstr(div[i].f, "query_groups") != NULL) {
+            aps_reason r = check_tp_groups(t, div[i].f, div[i].v, tp, msg, n);
+            if (r != APS_REASON_NONE)
+                return r;
+        } else if (div[i].v % tp != 0) {
+            aps_fmt(msg, n, "%s = %lld is not divisible by tp_degree = %lld",
+                    div[i].f, (long long)div[i].v, (long long)tp);
             return APS_REASON_TP_DIVISIBILITY;
         }
     }
+    r0 = check_tp_kv_columns(m, tp, msg, n);
+    if (r0 != APS_REASON_NONE)
+        return r0;
     /* every heterogeneous layer's MLP is column parallel (nas.c) */
     int64_t w = aps_nas_width_not_divisible(m, tp);
     if (w != 0) {
@@ -168,13 +221,18 @@ static aps_reason check_cp_a2a_heads(const aps_model *m, const aps_strategy *s,
         {"global_num_query_groups", m->global_num_query_groups},
     };
     for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
-        if (heads[i].v % t != 0 || (heads[i].v / t) % c == 0)
+        int64_t v = heads[i].v;
+        /* replicated KV heads: one per rank (aps_kv_core_groups) */
+        if (v > 0 && v < t && strstr(heads[i].f, "query_groups") != NULL)
+            v = t;
+        if (v % t != 0 || (v / t) % c == 0)
             continue;
         aps_fmt(msg, n, "cp_comm_type = a2a: %s / tp_degree = %lld / %lld = "
-                "%lld is not divisible by cp_degree = %lld (TransformerEngine "
+                "%lld %sis not divisible by cp_degree = %lld (TransformerEngine "
                 "asserts \"cp_comm_type='a2a' requires num_heads %% cp_size == "
                 "0 for Q, K, V\", context_parallel.py)", heads[i].f,
-                (long long)heads[i].v, (long long)t, (long long)(heads[i].v / t),
+                (long long)heads[i].v, (long long)t, (long long)(v / t),
+                v != heads[i].v ? "(one replicated KV head per rank) " : "",
                 (long long)c);
         return APS_REASON_CP_DIVISIBILITY;
     }

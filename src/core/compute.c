@@ -71,6 +71,8 @@ double aps_op_sac_recompute_params(const aps_model *m)
 /** Shapes of one layer on one device for one micro-batch. */
 typedef struct {
     double tp, cp, S, sl, b, h, a, k, dh, f;
+    double kc;     /**< KV heads the attention core is built with
+                        (aps_kv_core_groups): kc / tp per rank */
     double v;      /**< V projections per KV head: 1, 0 when V is K's
                         output (aps_attn_kind) */
     double dv;     /**< V head width (aps_attn_kind dv) */
@@ -107,6 +109,7 @@ static void shape_of(const aps_model *m, const aps_training *t,
     x->b = (double)s->micro_batch_size;
     x->h = (double)m->hidden_size;
     x->k = (double)m->num_query_groups;
+    x->kc = aps_kv_core_groups(x->k, x->tp);
     x->dh = (double)m->head_dim;
     set_query_heads(m, x, (double)m->num_attention_heads);
     x->v = 1.0;
@@ -268,8 +271,8 @@ static double layer_norm_bytes(const aps_model *m, const aps_training *t,
 }
 
 /** HBM bytes of the per-head norms on Q and K (qk_norm, Qwen3), forward:
- *  over the full local sequence and the rank's a / t query and k / t key
- *  heads of head_dim each, after the QKV projection (Megatron
+ *  over the full local sequence and the rank's a / t query and kc / t key
+ *  heads of head_dim each (aps_kv_core_groups), after the QKV projection (Megatron
  *  SelfAttention.get_query_key_value_tensors q_layernorm / k_layernorm;
  *  TorchTitan qwen3 Attention q_norm / k_norm).  Inside the attention, so
  *  not part of the "layernorm" recompute module. */
@@ -278,7 +281,7 @@ static double layer_qk_norm_bytes(const aps_model *m, const aps_training *t,
 {
     if (!m->qk_norm)
         return 0.0;
-    return norm_elem_bytes(m, t) * x->T * (x->a + x->k) * x->dh / x->tp;
+    return norm_elem_bytes(m, t) * x->T * (x->a + x->kc) * x->dh / x->tp;
 }
 
 /** HBM bytes of the memory-bound kernels of one layer's forward: norms
@@ -330,7 +333,7 @@ static double layer_membound_bytes(const aps_model *m, const aps_training *t,
     double hrep = x->T * x->h / x->rep;
     const aps_hybrid_counts *w = &x->w;
     double attn = layer_qk_norm_bytes(m, t, x)               /* Q, K norms */
-                  + rope_b * x->T * (x->a + x->k) * x->dh / x->tp; /* RoPE */
+                  + rope_b * x->T * (x->a + x->kc) * x->dh / x->tp; /* RoPE */
     if (!t->flash_attention) /* softmax (and dropout) over the scores */
         attn += (2.0 * A + (aps_recipe_attention_dropout(t) ? 2.0 * A + 1.0
                                                             : 0.0)) *
@@ -496,6 +499,24 @@ static void layer_selective(const aps_model *m, const aps_device *d,
                          out->membound_fwd;
 }
 
+/** Fewer KV heads than TP ranks (x->k < x->kc): the all-gather of the
+ *  QKV projection's output over the TP group forward, whose backward is
+ *  the reduce-scatter of its gradient (get_query_key_value_tensors,
+ *  all_gather_last_dim_from_tensor_parallel_region, attention.py l.1864
+ *  @ d98e8a64; tensor_parallel/mappings.py _AllGatherFromTensorParallel
+ *  Region... last_dim: backward _reduce_scatter_along_last_dim), of the
+ *  b s/c tokens by every column of the fused projection (qkv_width), in
+ *  bf16; one way's time (the same both ways).  0 when tp divides the KV
+ *  heads. */
+static double kv_replication_comm(const aps_strategy *s, const layer_shape *x,
+                                  double bw, double alpha)
+{
+    if (x->k >= x->kc)
+        return 0.0;
+    double bytes = APS_ACT_BYTES * x->T * qkv_width(x);
+    return aps_allgather_time(s->tp_degree, bytes, bw, alpha);
+}
+
 /** TP: per layer two collectives each way on the full activation
  *  (Shoeybi et al. 2019 fig. 4: f and g operators; with SP each
  *  all-reduce becomes an all-gather + reduce-scatter pair, Korthikanti et
@@ -527,8 +548,9 @@ static void layer_tp(const aps_cluster *c, const aps_training *t,
      * falconh1_layer_specs.py: the mixer's in_proj / out_proj and the
      * attention's linear_qkv / linear_proj parallel linears) */
     double pairs = x->w.blocks + x->w.parallel_share;
-    out->tp_fwd = pairs * one;
-    out->tp_bwd = pairs * one;
+    double rep = x->w.attn_share * kv_replication_comm(s, x, bw, alpha);
+    out->tp_fwd = pairs * one + rep;
+    out->tp_bwd = pairs * one + rep;
 }
 
 /** Time of one all-to-all of a tensor of `elems` bf16 elements per rank
@@ -569,8 +591,8 @@ static void layer_cp_a2a(const aps_cluster *c, const aps_strategy *s,
     double v_head = x->b * x->sl * x->dv / x->tp;
     double q = cp_alltoall(c, s, x->a * qk_head);   /* Q; dQ */
     double o = cp_alltoall(c, s, x->a * v_head);    /* O; dO */
-    double k = cp_alltoall(c, s, x->k * qk_head);   /* K; dK */
-    double v = cp_alltoall(c, s, x->k * v_head);    /* V; dV */
+    double k = cp_alltoall(c, s, x->kc * qk_head);  /* K; dK */
+    double v = cp_alltoall(c, s, x->kc * v_head);   /* V; dV */
     out->cp_fwd = (q + o) + (k + v);
     out->cp_bwd = out->cp_fwd;
 }
@@ -596,7 +618,7 @@ static void layer_cp(const aps_cluster *c, const aps_strategy *s,
         aps_group_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
     else
         aps_p2p_link(c, s->tp_degree, s->cp_degree, &bw, &alpha);
-    double kv_chunk = APS_ACT_BYTES * x->b * x->sl * x->k * (x->dh + x->dv) /
+    double kv_chunk = APS_ACT_BYTES * x->b * x->sl * x->kc * (x->dh + x->dv) /
                       x->tp;
     if (gather) {
         out->cp_fwd = aps_allgather_time(s->cp_degree, kv_chunk * x->cp, bw,
@@ -655,6 +677,7 @@ static void layer_times_kinds(const aps_model *m, const aps_cluster *c,
     for (int i = 0; i < n; i++) {
         layer_shape y = *x;
         y.k = k[i].k;
+        y.kc = aps_kv_core_groups(y.k, y.tp);
         y.dh = k[i].d;
         set_query_heads(m, &y, k[i].a);
         y.v = k[i].v;

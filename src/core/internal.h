@@ -141,6 +141,17 @@ typedef struct {
                                       their own (core_v0.6.0 parallel_state
                                       _EMBEDDING_GROUP; distributed/
                                       finalize_model_grads.py) */
+    bool kv_head_replication;    /**< fewer KV heads (query groups) than
+                                      TP ranks run when the ranks divide
+                                      them: each rank all-gathers the QKV
+                                      output and keeps one KV head and its
+                                      a / t query heads (Megatron-Core
+                                      attention.py l.353-379 and
+                                      get_query_key_value_tensors l.1851-
+                                      1868 @ d98e8a64); without it the TP
+                                      degree must divide the KV heads
+                                      (TorchTitan decoder.py l.195-199 @
+                                      b5bcd76c) */
     double moe_score_operand_bytes; /**< per element of the routed tokens
                                       (T k rows x h) the routing-score
                                       multiply outside the experts keeps
@@ -926,10 +937,28 @@ static inline bool aps_model_has_global_attention(const aps_model *m)
     return m->global_head_dim > 0 || m->global_num_query_groups > 0 ||
            m->global_num_attention_heads > 0 || m->global_k_eq_v;
 }
+/** The KV heads (query groups) the attention core of a layer with k of
+ *  them is built with on t TP ranks, the per-rank heads times t: k, or t
+ *  where fewer KV heads than ranks are replicated, one per rank (Megatron-
+ *  Core gives its core attention a config of num_query_groups = world_
+ *  size, attention.py l.374-379 @ d98e8a64; check.c admits k < t only
+ *  where the framework replicates, aps_framework_profile kv_head_
+ *  replication).  What a rank keeps of K and V, norms, rotates and sends
+ *  over CP is of core / t heads; its QKV weights stay k / t heads' worth
+ *  (ColumnParallelLinear splits the fused projection evenly). */
+static inline double aps_kv_core_groups(double k, double t)
+{
+    return k < t ? t : k;
+}
 /** The model's attention kinds into out; returns how many (1: every layer
  *  has the model's shape and the mean keys; 2: the windowed layers, then
  *  the global ones, either possibly without layers). */
 int aps_attn_kinds(const aps_model *m, aps_attn_kind out[APS_ATTN_KINDS]);
+/** Output columns of attention kind x's input projection (all TP ranks):
+ *  Q (and the output gate) and K of d per head, V of dv unless V is K's
+ *  output (Megatron-Core SelfAttention linear_qkv_out_dim, attention.py
+ *  l.1690 @ d98e8a64). */
+double aps_attn_kind_in_width(const aps_model *m, const aps_attn_kind *x);
 /** Keys one query of kind x attends to in an S-token sequence. */
 double aps_attn_kind_keys(const aps_model *m, const aps_attn_kind *x, double S,
                           bool causal);

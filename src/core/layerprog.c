@@ -45,6 +45,10 @@
  *  (TELayerNormColumnParallelLinear), the fused activation, fc2 GEMM,
  *  bias-dropout-add. */
 #define APS_HK_MLP 5.0
+/** With fewer KV heads than TP ranks, the all-gather of the QKV output
+ *  (get_query_key_value_tensors, attention.py l.1864 @ d98e8a64): one
+ *  collective forward. */
+#define APS_HK_KV_GATHER 1.0
 /** Sequence-parallel collectives of a block with TP: the all-gather
  *  before its first GEMM and the reduce-scatter after its last. */
 #define APS_HK_SP 2.0
@@ -121,6 +125,19 @@ static double cast_kernels(const aps_training *t)
     return aps_prec_quantized(t->precision) ? APS_HK_CAST_FP8 : 0.0;
 }
 
+/** Share of the attention layers whose KV heads are fewer than the TP
+ *  ranks (aps_kv_core_groups: replicated, the QKV output gathered). */
+static double kv_gathered_share(const aps_model *m, const aps_strategy *s)
+{
+    aps_attn_kind x[APS_ATTN_KINDS];
+    int n = aps_attn_kinds(m, x);
+    double share = 0.0;
+    for (int i = 0; i < n; i++)
+        if (x[i].k < (double)s->tp_degree)
+            share += x[i].share;
+    return share;
+}
+
 /** Attention block, forward, from Python. */
 static double attn_kernels(const aps_model *m, const aps_training *t,
                            const aps_strategy *s)
@@ -132,7 +149,7 @@ static double attn_kernels(const aps_model *m, const aps_training *t,
         k += APS_HK_QK_NORM;
     if (s->tp_degree > 1 && s->sequence_parallel)
         k += APS_HK_SP;
-    return k;
+    return k + APS_HK_KV_GATHER * kv_gathered_share(m, s);
 }
 
 /** Dense MLP block, forward, from Python. */

@@ -139,7 +139,7 @@ static double attn_saved_bytes(const aps_model *m, const aps_training *t,
      * weight-gradient GEMM (transformer_engine/pytorch/module/
      * layernorm_linear.py, linear.py: saved inputmat); bf16 otherwise. */
     double A = APS_ACT_BYTES, Ain = aps_gemm_input_bytes(t);
-    double a = x->a, k = x->k, d = x->d;
+    double a = x->a, k = aps_kv_core_groups(x->k, tp), d = x->d;
     double attn = A * T * (a * d + k * d + k * x->dv) / tp /* Q, K, V */
                   + Ain * T * a * x->dv / tp;              /* context */
     if (m->qk_norm)
@@ -162,8 +162,9 @@ static void attn_offload_bytes(const aps_training *t, double T, double tp,
                                double core_elems, double *qkv, double *core)
 {
     double A = APS_ACT_BYTES, Ain = aps_gemm_input_bytes(t);
-    double q = T * x->a * x->d / tp, k = T * x->k * x->d / tp;
-    double v = T * x->k * x->dv / tp, ctx = T * x->a * x->dv / tp;
+    double kc = aps_kv_core_groups(x->k, tp);
+    double q = T * x->a * x->d / tp, k = T * kc * x->d / tp;
+    double v = T * kc * x->dv / tp, ctx = T * x->a * x->dv / tp;
     *qkv = aps_offload_tensor(t, APS_OFM_CORE_ATTN, A * q, q) +
            aps_offload_tensor(t, APS_OFM_CORE_ATTN, A * k, k) +
            aps_offload_tensor(t, APS_OFM_CORE_ATTN, A * v, v) +
@@ -720,7 +721,7 @@ static double cp_kind_buffers(const aps_training *t,
 {
     double A = APS_ACT_BYTES, tp = (double)lay->t;
     double sl = (double)lay->s_local, b = (double)lay->b;
-    double d = x->d, k = x->k;
+    double d = x->d, k = aps_kv_core_groups(x->k, tp);
     if (s->cp_comm_type == APS_CP_A2A)
         return 2.0 * A * b * sl *
                ((x->a + k) * d + k * x->dv) / tp;
@@ -745,9 +746,32 @@ static double cp_buffers(const aps_model *m, const aps_training *t,
     return best;
 }
 
+/** With fewer KV heads than TP ranks (aps_kv_core_groups), the QKV
+ *  projection's output gathered over the TP group, bf16, of the largest
+ *  such kind: every column of the fused projection for the rank's b s/c
+ *  tokens (get_query_key_value_tensors l.1864 @ d98e8a64), alive until
+ *  TransformerEngine copies the rank's Q, K, V out of it (their strides
+ *  fit no packed layout: get_qkv_layout's "not_supported" branch, utils.py
+ *  @ d0067d0d, makes them contiguous); its gradient is as large before the
+ *  reduce-scatter, not at the same time.  0 when tp divides the heads. */
+static double kv_gather_buffer(const aps_model *m, const aps_layout *lay)
+{
+    aps_attn_kind x[APS_ATTN_KINDS];
+    int n = aps_attn_kinds(m, x);
+    double best = 0.0, tp = (double)lay->t;
+    for (int i = 0; i < n; i++)
+        if (x[i].layers > 0 && x[i].k < tp)
+            best = fmax(best, APS_ACT_BYTES * (double)lay->s_local *
+                                  (double)lay->b *
+                                  aps_attn_kind_in_width(m, &x[i]));
+    return best;
+}
+
 /** Communication buffers of rank i into mem: TP with SP, the gathered
- *  full-sequence input of a linear; FSDP or DP buffers; PP, send and
- *  receive buffers per neighbour; CP, cp_buffers. */
+ *  full-sequence input of a linear, or with replicated KV heads the
+ *  gathered QKV output when larger (kv_gather_buffer); FSDP or DP
+ *  buffers; PP, send and receive buffers per neighbour; CP,
+ *  cp_buffers. */
 static void comm_buffers(const aps_model *m, const aps_training *t,
                          const aps_strategy *s, const aps_layout *lay,
                          const aps_dp_plan *plan, int64_t i, double psi,
@@ -757,6 +781,7 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
     double sl = (double)lay->s_local, b = (double)lay->b;
     if (lay->t > 1 && s->sequence_parallel)
         mem[APS_MEM_COMM_TP] = A * sl * b * (double)m->hidden_size;
+    mem[APS_MEM_COMM_TP] = fmax(mem[APS_MEM_COMM_TP], kv_gather_buffer(m, lay));
     if (plan->mfsdp != APS_MFSDP_NONE)
         mem[APS_MEM_COMM_FSDP] = aps_mfsdp_buffers(m, t, lay, plan, i, psi);
     else if (plan->fsdp_like)

@@ -972,9 +972,7 @@ static double attn_max(const aps_model *m, double t, attn_kind_fn f)
     return best;
 }
 
-/* Output columns of attention kind x's input projection: Q (and the
- * output gate) and K of d per head, V of dv unless V is K's output. */
-static double kind_in_width(const aps_model *m, const aps_attn_kind *x)
+double aps_attn_kind_in_width(const aps_model *m, const aps_attn_kind *x)
 {
     return q_proj_heads(m, x) * x->d + x->k * x->d + x->v * x->k * x->dv;
 }
@@ -984,7 +982,7 @@ static double kind_in_params(const aps_model *m, const aps_attn_kind *x,
                              double t)
 {
     double h = (double)m->hidden_size;
-    return h * kind_in_width(m, x) / t;
+    return h * aps_attn_kind_in_width(m, x) / t;
 }
 
 /* Output-projection weights of attention kind x on one of t ranks. */

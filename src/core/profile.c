@@ -93,6 +93,10 @@ static const aps_framework_profile profiles[] = {
         .expandable_segments = false,
         .grad_stats_world_group = true,
         .tied_embedding_group = true,
+        /* TransformerConfig.__post_init__ takes num_query_groups that
+         * are "a multiple or divisor of tensor_model_parallel_size"
+         * (transformer_config.py l.1461-1468 @ d98e8a64) */
+        .kv_head_replication = true,
     },
     [APS_FW_DEEPSPEED] = {
         /* fp16 weights and grads, fp32 master + Adam: 2 + 2 + 12 = 16

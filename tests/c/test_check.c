@@ -67,7 +67,11 @@ static void test_ap_ft_04_tp_heads(void **state)
                   APS_REASON_NONE, x.msg);
 }
 
-/* kv heads: Llama-3.1-8B k = 8, t = 16 (a = 32 divides): 8 % 16 = 8 */
+/* kv heads: Llama-3.1-8B k = 8, t = 16 (a = 32 divides).  Megatron-Core
+ * takes query groups that are "a multiple or divisor of tensor_model_
+ * parallel_size" (transformer_config.py l.1461-1468 @ d98e8a64) and
+ * replicates fewer ones (attention.py l.353-379); TorchTitan requires t to
+ * divide n_kv_heads (decoder.py l.195-199 @ b5bcd76c). */
 static void test_ap_ft_04_tp_kv_heads(void **state)
 {
     (void)state;
@@ -75,23 +79,53 @@ static void test_ap_ft_04_tp_kv_heads(void **state)
     setup(&x, 16, 16);
     x.s.tp_degree = 16;
     ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    x.t.framework = APS_FW_FSDP2;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_TP_DIVISIBILITY, x.msg);
-    ASSERT_HAS(x.msg, "num_query_groups = 8");
-    /* fewer KV heads than ranks: a layout Megatron-Core runs (it
-     * replicates them, attention.py l.353-378 @ d98e8a64), said as
-     * apsearch's own limit, not a framework rule */
-    ASSERT_HAS(x.msg, "Megatron-Core would replicate the KV heads over the "
-                      "TP ranks; apsearch does not price that layout");
+    ASSERT_HAS(x.msg, "num_query_groups = 8 is not divisible by tp_degree = "
+                      "16 (this framework shards whole KV heads over the TP "
+                      "ranks; framework megatron replicates fewer heads");
     ASSERT_REASON(all(&x), APS_REASON_TP_DIVISIBILITY, x.msg);
     expect_run_reason(&x, APS_REASON_TP_DIVISIBILITY);
+    /* 3 groups of 8 heads at t = 2: neither multiple nor divisor */
+    setup(&x, 2, 2);
+    x.m.num_attention_heads = 24;
+    x.m.num_query_groups = 3;
+    x.s.tp_degree = 2;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "num_query_groups = 3 is neither a multiple nor a "
+                      "divisor of tp_degree = 2 (Megatron-Core's "
+                      "TransformerConfig)");
     /* 28 heads at t = 8 (Qwen2.5-7B, k = 4 < 8 too): the heads are
-     * named first, without the KV note */
+     * named first */
     fx_qwen25_7b(&x.m);
     x.s.tp_degree = 8;
     ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_TP_DIVISIBILITY, x.msg);
     ASSERT_HAS(x.msg, "num_attention_heads = 28 is not divisible by tp_degree = 8");
-    assert_null(strstr(x.msg, "replicate"));
+}
+
+/* Replicated KV heads under a2a CP: one KV head per TP rank, which the
+ * CP group cannot split (TransformerEngine's assert, check_cp_a2a_heads):
+ * Llama-3.1-8B at t = 16 with c = 2 */
+static void test_cp_a2a_replicated_kv_heads(void **state)
+{
+    (void)state;
+    ctx x;
+    setup(&x, 32, 32);
+    x.s.tp_degree = 16;
+    x.s.cp_degree = 2;
+    x.s.cp_comm_type = APS_CP_A2A;
+    ASSERT_REASON(aps_check_cp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_CP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "cp_comm_type = a2a: num_query_groups / tp_degree = 8 "
+                      "/ 16 = 1 (one replicated KV head per rank) is not "
+                      "divisible by cp_degree = 2");
+    x.s.cp_comm_type = APS_CP_P2P;
+    ASSERT_REASON(aps_check_cp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
 }
 
 /* hidden: h = 4100 with explicit d = 128, a = 32, k = 8, t = 8:
@@ -726,6 +760,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ap_ft_04_tp_heads),
         cmocka_unit_test(test_ap_ft_04_tp_kv_heads),
+        cmocka_unit_test(test_cp_a2a_replicated_kv_heads),
         cmocka_unit_test(test_ap_ft_04_tp_hidden),
         cmocka_unit_test(test_ap_ft_04_tp_ffn),
         cmocka_unit_test(test_ap_ft_04_tp_sequence_parallel),

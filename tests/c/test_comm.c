@@ -216,6 +216,50 @@ static void test_ap_ft_07_tp_comm_through_estimate(void **state)
     ASSERT_REL(e.perf_total[APS_PERF_TP_COMM], want, REL);
 }
 
+/* Fewer KV heads than TP ranks (Megatron-Core replicates them,
+ * attention.py l.353-379 @ d98e8a64): with 4 query groups at t = 8 each
+ * rank all-gathers the QKV output forward and reduce-scatters its
+ * gradient backward (get_query_key_value_tensors l.1864), over the fused
+ * projection's (32 + 2 x 4) x 128 = 5,120 columns of the 8,192 tokens,
+ * bf16: 83,886,080 B; (7/8) x 83,886,080 / 360e9 + 7 x 3e-6 each way, 32
+ * layers, 4 micro-batches, on top of the test above's TP time (the SP
+ * collectives are of the hidden width, unchanged). */
+static void test_tp_comm_replicated_kv_heads(void **state)
+{
+    (void)state;
+    aps_model m;
+    aps_cluster c;
+    aps_training t;
+    aps_strategy s;
+    tp_setup(&m, &c, &t, &s);
+    m.num_query_groups = 4;
+    aps_estimate e;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REASON(e.reason, APS_REASON_NONE, e.reason_msg);
+    double act = 2.0 * 8192.0 * 4096.0;
+    double base = 910.0 * act / 360e9 + 7280.0 * 3e-6;
+    double gather = 7.0 / 8.0 * 83886080.0 / 360e9 + 7.0 * 3e-6;
+    ASSERT_REL(gather, 2.2488978e-4, 1e-6);
+    ASSERT_REL(e.perf_total[APS_PERF_TP_COMM],
+               base + 2.0 * 32.0 * 4.0 * gather, REL);
+    /* the gathered output outgrows the SP input buffer: 83,886,080 B
+     * against 2 x 8,192 x 4,096 = 67,108,864 */
+    ASSERT_REL(e.mem[APS_MEM_COMM_TP], 83886080.0, REL);
+    /* each rank keeps one K and one V head, as with 8 groups at t = 8
+     * (the core's config of num_query_groups = world_size, l.374-379);
+     * half a head each at t = 8 would be 2 x 8,192 x 64 x 2 B less per
+     * layer */
+    aps_estimate e8;
+    m.num_query_groups = 8;
+    fx_run(&m, &c, &t, &s, &e8);
+    ASSERT_REL(e.mem[APS_MEM_ACTIVATIONS], e8.mem[APS_MEM_ACTIVATIONS], REL);
+    m.num_query_groups = 4;
+    /* TorchTitan shards whole KV heads: refused */
+    t.framework = APS_FW_FSDP2;
+    fx_run(&m, &c, &t, &s, &e);
+    ASSERT_REASON(e.reason, APS_REASON_TP_DIVISIBILITY, e.reason_msg);
+}
+
 /* Doubling intra_node_bandwidth halves the bandwidth term of the TP
  * time: 0.16963629511.../2 + 0.02184; with zero latency the whole TP time
  * halves. */
@@ -549,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_ap_ft_07_group_link_cross_node_ring),
         cmocka_unit_test(test_ap_ft_07_tp_comm_through_estimate),
         cmocka_unit_test(test_ap_ft_07_tp_comm_double_nvlink),
+        cmocka_unit_test(test_tp_comm_replicated_kv_heads),
         cmocka_unit_test(test_tp_quantized_allgather),
         cmocka_unit_test(test_ap_ft_07_dp_allreduce_through_estimate),
         cmocka_unit_test(test_ap_ft_07_dp_cross_node_through_estimate),

@@ -258,7 +258,9 @@ static void test_global_attention_validate_and_tp(void **state)
     assert_int_equal(aps_model_validate(&m, err, sizeof err), APS_EINVAL);
     assert_non_null(strstr(err, "model.attention_chunk_size: given with a "
                                 "global attention shape"));
-    /* TP must divide the full layers' 4 KV heads too */
+    /* the full layers' 4 KV heads at TP 8: Megatron-Core replicates them
+     * (attention.py l.353-379 @ d98e8a64); TorchTitan needs TP to divide
+     * them too */
     fx_gemma4_31b(&m);
     aps_training t;
     fx_training(&t, 8, 4096);
@@ -267,8 +269,19 @@ static void test_global_attention_validate_and_tp(void **state)
     s.tp_degree = 8;
     char msg[APS_REASON_LEN] = "";
     assert_int_equal(aps_check_tp(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+    t.framework = APS_FW_FSDP2;
+    assert_int_equal(aps_check_tp(&m, &t, &s, msg, sizeof msg),
                      APS_REASON_TP_DIVISIBILITY);
     assert_non_null(strstr(msg, "global_num_query_groups = 4"));
+    /* 3 of them at TP 2: neither multiple nor divisor */
+    t.framework = APS_FW_MEGATRON;
+    m.global_num_query_groups = 3;
+    m.global_num_attention_heads = 24;
+    s.tp_degree = 2;
+    assert_int_equal(aps_check_tp(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_TP_DIVISIBILITY);
+    assert_non_null(strstr(msg, "global_num_query_groups = 3 is neither"));
 }
 
 /*

@@ -282,6 +282,8 @@ local function mesh_keys(w, g)
     if cp_lacks then N(NE, cp_lacks) end
   end
   K("distributed.tp_size", g.tp)
+  local kv_lacks = require("apsearch.launch").kv_heads_lacks(g.m, r, "AutoModel")
+  if kv_lacks then N(NE, kv_lacks) end
   K("distributed.cp_size", g.cp)
   K("distributed.pp_size", g.pp)
   K("distributed.ep_size", g.ep)

@@ -565,6 +565,39 @@ function M.cp_sharding_lacks(r, framework, engine)
     cp, engine, framework or "megatron", kept)
 end
 
+--- The check by which each engine that shards whole KV heads over the TP
+-- ranks refuses fewer heads than ranks, which Megatron-Core replicates
+-- (attention.py l.353-379 @ d98e8a64) and an estimate of framework
+-- megatron prices so.
+M.KV_HEADS_RULE = {
+  TorchTitan = "the decoder's validation requires tensor_parallel_degree to divide n_kv_heads " ..
+    "(torchtitan/models/common/decoder.py l.195-199 @ b5bcd76c)",
+  AutoModel = "validate_tp_mesh asserts num_key_value_heads % tp_size == 0 " ..
+    "(nemo_automodel/components/distributed/parallelizer.py l.1694 @ 36044ad3)",
+  MindFormers = "TransformerConfig requires num_query_groups % tensor_model_parallel_size == 0 " ..
+    "(mindformers/parallel_core/transformer_config.py l.449 @ fd4deebc; the legacy LLamaAttention checks " ..
+    "n_kv_head the same way, models/llama/llama_transformer.py l.187)",
+}
+
+--- What an engine that shards whole KV heads builds otherwise than an
+-- estimate with fewer KV heads than TP ranks: nothing, it refuses to start.
+-- @tparam table m model (num_query_groups, global_num_query_groups)
+-- @tparam table r strategy record (tp_degree)
+-- @tparam string engine a key of M.KV_HEADS_RULE
+-- @treturn string|nil the NOT EXPRESSIBLE text, or nil (the TP degree
+--   divides every kind's KV heads)
+function M.kv_heads_lacks(m, r, engine)
+  local tp = r.tp_degree or 1
+  for _, f in ipairs({ "num_query_groups", "global_num_query_groups" }) do
+    local k = m[f] or 0
+    if k > 0 and k < tp then
+      return ("%s = %d with tp_degree = %d: the estimate replicates the KV heads over the TP ranks, as " ..
+        "Megatron-Core does; %s, so the file does not start"):format(f, k, tp, M.KV_HEADS_RULE[engine])
+    end
+  end
+  return nil
+end
+
 --- What a Llama-style decoder block of an engine (SwiGLU gated by SiLU,
 -- RMSNorm without a bias, RoPE in every attention layer, causal attention
 -- over the whole context, attention mixers only) lacks of a model: each

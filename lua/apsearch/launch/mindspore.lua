@@ -800,6 +800,8 @@ function M.parallel_config_keys(c, fam, mbn, K, N)
   local tp, pp, cp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1
   K("parallel_config.data_parallel", (r.dp_degree or 1) * (r.fsdp_degree or 1))
   K("parallel_config.model_parallel", tp)
+  local kv_lacks = require("apsearch.launch").kv_heads_lacks(m, r, "MindFormers")
+  if kv_lacks then N("NOT EXPRESSIBLE in MindFormers", kv_lacks) end
   K("parallel_config.pipeline_stage", pp)
   K("parallel_config.context_parallel", cp)
   if cp > 1 and fam then

@@ -1439,6 +1439,8 @@ function M.render(c)
 
   -- tensor parallel
   F("parallelism.tensor_parallel_degree", tp)
+  local kv_lacks = require("apsearch.launch").kv_heads_lacks(m, r, "TorchTitan")
+  if kv_lacks then N("NOT EXPRESSIBLE in TorchTitan", kv_lacks) end
   if tp > 1 then F("parallelism.enable_sequence_parallel", r.sequence_parallel ~= false) end
   local async_tp = tp > 1 and tr.tp_comm_overlap == true
   if async_tp and not compile then

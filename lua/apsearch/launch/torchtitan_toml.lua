@@ -677,6 +677,8 @@ function M.render(c, tag)
 
   -- tensor parallel
   K("parallelism.tensor_parallel_degree", tp)
+  local kv_lacks = require("apsearch.launch").kv_heads_lacks(m, r, "TorchTitan")
+  if kv_lacks then N(NE, kv_lacks) end
   if tp > 1 and r.sequence_parallel == false then
     N(NE, "tensor parallelism without sequence parallelism: the release's " .. name .. " TP plan always shards " ..
       "the norms and dropout over the sequence (parallelize.py apply_tp)")

@@ -1794,8 +1794,8 @@ end
 local function cmd_estimate(args)
   local c = new_parser("estimate", "Estimate memory and time of one strategy.")
   c:splat("POLICY", "policy file for model/cluster/training (default: examples/llama3_8b_h100.lua)", nil, 1)
-  c:option("--strategy=KEY=VALUE,...", "strategy fields, commas (or spaces, quoted) between; arrays with colons "
-    .. "(repeatable), e.g. " .. table.concat(M.ESTIMATE_EXAMPLES, " or ")
+  c:option("--strategy=KEY=VALUE,...", "strategy fields, commas (or spaces, quoted) between; arrays with colons, "
+    .. "recompute_modules with slashes (mlp/core_attn) (repeatable), e.g. " .. table.concat(M.ESTIMATE_EXAMPLES, " or ")
     .. "; the short names of the run's top-N lines too, as printed: \"dp=4 tp=8 sp=on mbs=1\"", {})
   c:option("--from=RESULT", "estimate a strategy of a result.json of `apsearch run --out DIR` or `--format json` "
     .. "(or its DIR), with the model, cluster and training it recorded; with --rank")

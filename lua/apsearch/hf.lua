@@ -7908,10 +7908,13 @@ function M.from_config(cfg, source, name)
     note(notes, source, "not in the config, taken from transformers' %s class defaults: %s (they set the " ..
       "parameter count; a model's own config states them)", mt, table.concat(filled, ", "))
   end
-  if KV_HEADS_DEFAULTED[model] then
+  -- (a builder that reads the groups from a key of its own, Step-3.5's
+  -- num_attention_groups, leaves them other than the heads: no note)
+  local kv_defaulted = KV_HEADS_DEFAULTED[model] and model.num_query_groups == model.num_attention_heads
+  if kv_defaulted then
     defaulted.num_key_value_heads = "not in the config: read as num_attention_heads"
   end
-  if KV_HEADS_DEFAULTED[model] and (model.num_attention_heads or 0) > 1 then
+  if kv_defaulted and (model.num_attention_heads or 0) > 1 then
     -- (LlamaConfig and its copies: num_key_value_heads None -> the heads)
     note(notes, source, "num_key_value_heads is not in the config: read as num_attention_heads = %d (multi-head " ..
       "attention), as LlamaConfig reads None; a grouped-query model's config states it",

@@ -35,7 +35,11 @@ describe("Step-3.5-Flash", function()
     local active = total - 42 * 280 * expert
     assert.are.equal(196956130368, total)
     assert.are.equal(11987323968, active)
-    local m = hf.from_config(config(), "s.json")
+    local m, info = hf.from_config(config(), "s.json")
+    -- its groups are num_attention_groups (no num_key_value_heads): read,
+    -- not defaulted to the heads, so no note says they were (a new user's
+    -- eleventh round)
+    for _, n in ipairs(info.notes) do assert.is_nil(n:find("num_key_value_heads", 1, true), n) end
     assert.are.same({ 96, 64, 8, 128, 512, 33, 3 }, { m.num_attention_heads, m.global_num_attention_heads,
       m.num_query_groups, m.head_dim, m.sliding_window, m.sliding_window_layers, m.moe_first_dense_layers })
     assert.is_true(m.attention_head_gate)

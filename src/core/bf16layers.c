@@ -89,7 +89,7 @@ static int64_t span_moe_layers(const aps_model *m, const aps_layer_spans *sp)
 #define APS_BF16_LAYER_FIELDS(X)                                             \
     X(act_full) X(act_selective) X(act_input) X(gemm_fwd) X(attn_fwd)        \
     X(attn_bwd) X(selective_fwd) X(membound_fwd) X(fp8_cast_fwd)             \
-    X(fp8_cast_bwd) X(tp_fwd) X(tp_bwd) X(cp_fwd) X(cp_bwd)
+    X(fp8_cast_bwd) X(tp_fwd) X(tp_bwd) X(kv_gather) X(cp_fwd) X(cp_bwd)
 /** The fields of aps_moe_cost (per MoE layer; ep_buffer taken apart). */
 #define APS_BF16_MOE_FIELDS(X)                                               \
     X(gemm_fwd) X(membound_fwd) X(cast_fwd) X(cast_bwd) X(bias_fwd)          \

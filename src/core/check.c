@@ -100,14 +100,18 @@ static bool kv_columns_indivisible(const aps_attn_kind *x, int64_t tp)
 
 /** Query groups v of field f against tp_degree tp, into msg: none when
  *  tp divides them, or when the framework replicates fewer groups over
- *  ranks that are a multiple of them (aps_kv_core_groups); else
+ *  ranks that are a multiple of them (aps_kv_core_groups; not MLA); else
  *  TP_DIVISIBILITY, naming the framework's rule. */
-static aps_reason check_tp_groups(const aps_training *t, const char *f,
-                                  int64_t v, int64_t tp, char *msg, size_t n)
+static aps_reason check_tp_groups(const aps_model *m, const aps_training *t,
+                                  const char *f, int64_t v, int64_t tp,
+                                  char *msg, size_t n)
 {
     if (v % tp == 0)
         return APS_REASON_NONE;
-    bool rep = aps_profile(t)->kv_head_replication;
+    /* MLA builds no query groups: Megatron's script writes none (its
+     * num_query_groups is then the heads), and the replication above is
+     * SelfAttention's */
+    bool rep = aps_profile(t)->kv_head_replication && m->kv_lora_rank <= 0;
     if (rep && v > 0 && tp % v == 0)
         return APS_REASON_NONE;
     if (rep)
@@ -136,9 +140,10 @@ static aps_reason check_tp_kv_columns(const aps_model *m, int64_t tp,
             !kv_columns_indivisible(&x[i], tp))
             continue;
         aps_fmt(msg, n, "the QKV projection's %.0f key and value columns "
-                "(%.0f KV heads) are not divisible by tp_degree = %lld "
+                "(%.0f KV head%s) are not divisible by tp_degree = %lld "
                 "(ColumnParallelLinear splits them evenly)",
-                x[i].k * (x[i].d + x[i].v * x[i].dv), x[i].k, (long long)tp);
+                x[i].k * (x[i].d + x[i].v * x[i].dv), x[i].k,
+                x[i].k == 1.0 ? "" : "s", (long long)tp);
         return APS_REASON_TP_DIVISIBILITY;
     }
     return APS_REASON_NONE;
@@ -172,7 +177,8 @@ aps_reason aps_check_tp(const aps_model *m, const aps_training *t,
     };
     for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
         if (strstr(div[i].f, "query_groups") != NULL) {
-            aps_reason r = check_tp_groups(t, div[i].f, div[i].v, tp, msg, n);
+            aps_reason r = check_tp_groups(m, t, div[i].f, div[i].v, tp, msg,
+                                           n);
             if (r != APS_REASON_NONE)
                 return r;
         } else if (div[i].v % tp != 0) {
@@ -227,13 +233,21 @@ static aps_reason check_cp_a2a_heads(const aps_model *m, const aps_strategy *s,
             v = t;
         if (v % t != 0 || (v / t) % c == 0)
             continue;
-        aps_fmt(msg, n, "cp_comm_type = a2a: %s / tp_degree = %lld / %lld = "
-                "%lld %sis not divisible by cp_degree = %lld (TransformerEngine "
-                "asserts \"cp_comm_type='a2a' requires num_heads %% cp_size == "
-                "0 for Q, K, V\", context_parallel.py)", heads[i].f,
-                (long long)heads[i].v, (long long)t, (long long)(v / t),
-                v != heads[i].v ? "(one replicated KV head per rank) " : "",
-                (long long)c);
+        if (v != heads[i].v)
+            aps_fmt(msg, n, "cp_comm_type = a2a: %s = %lld < tp_degree = "
+                    "%lld leaves one replicated KV head per TP rank, not "
+                    "divisible by cp_degree = %lld (TransformerEngine "
+                    "asserts \"cp_comm_type='a2a' requires num_heads %% "
+                    "cp_size == 0 for Q, K, V\", context_parallel.py)",
+                    heads[i].f, (long long)heads[i].v, (long long)t,
+                    (long long)c);
+        else
+            aps_fmt(msg, n, "cp_comm_type = a2a: %s / tp_degree = %lld / %lld "
+                    "= %lld is not divisible by cp_degree = %lld "
+                    "(TransformerEngine asserts \"cp_comm_type='a2a' "
+                    "requires num_heads %% cp_size == 0 for Q, K, V\", "
+                    "context_parallel.py)", heads[i].f, (long long)v,
+                    (long long)t, (long long)(v / t), (long long)c);
         return APS_REASON_CP_DIVISIBILITY;
     }
     return APS_REASON_NONE;

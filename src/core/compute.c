@@ -503,18 +503,22 @@ static void layer_selective(const aps_model *m, const aps_device *d,
  *  QKV projection's output over the TP group forward, whose backward is
  *  the reduce-scatter of its gradient (get_query_key_value_tensors,
  *  all_gather_last_dim_from_tensor_parallel_region, attention.py l.1864
- *  @ d98e8a64; tensor_parallel/mappings.py _AllGatherFromTensorParallel
- *  Region... last_dim: backward _reduce_scatter_along_last_dim), of the
- *  b s/c tokens by every column of the fused projection (qkv_width), in
- *  bf16; one way's time (the same both ways).  0 when tp divides the KV
- *  heads. */
-static double kv_replication_comm(const aps_strategy *s, const layer_shape *x,
-                                  double bw, double alpha)
+ *  @ d98e8a64), of the b s/c tokens by every column of the fused
+ *  projection (qkv_width), in bf16, and the copy each makes of the whole
+ *  tensor (tensor_parallel/mappings.py _gather_along_last_dim: torch.cat
+ *  of the gathered chunks; _reduce_scatter_along_last_dim: torch.cat of
+ *  the split before the reduce-scatter), read and written once; one way's
+ *  time (the same both ways).  A plain blocking collective on the compute
+ *  stream: no overlap hides it.  0 when tp divides the KV heads. */
+static double kv_replication_comm(const aps_device *d, const aps_strategy *s,
+                                  const layer_shape *x, double bw,
+                                  double alpha)
 {
     if (x->k >= x->kc)
         return 0.0;
     double bytes = APS_ACT_BYTES * x->T * qkv_width(x);
-    return aps_allgather_time(s->tp_degree, bytes, bw, alpha);
+    return aps_allgather_time(s->tp_degree, bytes, bw, alpha) +
+           aps_hbm_time(d, 2.0 * bytes);
 }
 
 /** TP: per layer two collectives each way on the full activation
@@ -528,7 +532,7 @@ static void layer_tp(const aps_cluster *c, const aps_training *t,
                      const aps_strategy *s, const layer_shape *x,
                      aps_layer_cost *out)
 {
-    out->tp_fwd = out->tp_bwd = 0.0;
+    out->tp_fwd = out->tp_bwd = out->kv_gather = 0.0;
     if (s->tp_degree <= 1)
         return;
     double bw, alpha;
@@ -548,9 +552,10 @@ static void layer_tp(const aps_cluster *c, const aps_training *t,
      * falconh1_layer_specs.py: the mixer's in_proj / out_proj and the
      * attention's linear_qkv / linear_proj parallel linears) */
     double pairs = x->w.blocks + x->w.parallel_share;
-    double rep = x->w.attn_share * kv_replication_comm(s, x, bw, alpha);
-    out->tp_fwd = pairs * one + rep;
-    out->tp_bwd = pairs * one + rep;
+    out->tp_fwd = pairs * one;
+    out->tp_bwd = pairs * one;
+    out->kv_gather = x->w.attn_share *
+                     kv_replication_comm(&c->device, s, x, bw, alpha);
 }
 
 /** Time of one all-to-all of a tensor of `elems` bf16 elements per rank
@@ -647,14 +652,14 @@ static void layer_times_of(const aps_model *m, const aps_cluster *c,
 }
 
 /** The fields layer_times_of sets. */
-#define APS_KIND_COST_FIELDS 11
+#define APS_KIND_COST_FIELDS 12
 static void kind_cost_fields(aps_layer_cost *c,
                              double *f[APS_KIND_COST_FIELDS])
 {
     double *all[APS_KIND_COST_FIELDS] = {
         &c->gemm_fwd, &c->attn_fwd, &c->attn_bwd, &c->membound_fwd,
         &c->fp8_cast_fwd, &c->fp8_cast_bwd, &c->selective_fwd, &c->tp_fwd,
-        &c->tp_bwd, &c->cp_fwd, &c->cp_bwd};
+        &c->tp_bwd, &c->kv_gather, &c->cp_fwd, &c->cp_bwd};
     for (int i = 0; i < APS_KIND_COST_FIELDS; i++)
         f[i] = all[i];
 }

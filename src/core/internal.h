@@ -1557,6 +1557,12 @@ typedef struct {
     double fp8_cast_bwd;   /**< s, fp8 casts of the GEMM output gradients */
     double tp_fwd;         /**< s, TP collectives in the forward */
     double tp_bwd;         /**< s */
+    double kv_gather;      /**< s, each way: with replicated KV heads the
+                                QKV output's all-gather forward, its
+                                gradient's reduce-scatter backward, and
+                                their concatenating copies (compute.c
+                                kv_replication_comm); blocking, never
+                                overlapped by tp_comm_overlap */
     double cp_fwd;         /**< s, CP communication total, forward */
     double cp_bwd;         /**< s */
     aps_moe_cost moe;      /**< MoE / MLA differences (moe.c) */

@@ -46,9 +46,10 @@
  *  bias-dropout-add. */
 #define APS_HK_MLP 5.0
 /** With fewer KV heads than TP ranks, the all-gather of the QKV output
- *  (get_query_key_value_tensors, attention.py l.1864 @ d98e8a64): one
- *  collective forward. */
-#define APS_HK_KV_GATHER 1.0
+ *  (get_query_key_value_tensors, attention.py l.1864 @ d98e8a64) and the
+ *  torch.cat that reorders it (tensor_parallel/mappings.py
+ *  _gather_along_last_dim), forward. */
+#define APS_HK_KV_GATHER 2.0
 /** Sequence-parallel collectives of a block with TP: the all-gather
  *  before its first GEMM and the reduce-scatter after its last. */
 #define APS_HK_SP 2.0

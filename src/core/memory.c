@@ -749,11 +749,14 @@ static double cp_buffers(const aps_model *m, const aps_training *t,
 /** With fewer KV heads than TP ranks (aps_kv_core_groups), the QKV
  *  projection's output gathered over the TP group, bf16, of the largest
  *  such kind: every column of the fused projection for the rank's b s/c
- *  tokens (get_query_key_value_tensors l.1864 @ d98e8a64), alive until
- *  TransformerEngine copies the rank's Q, K, V out of it (their strides
- *  fit no packed layout: get_qkv_layout's "not_supported" branch, utils.py
- *  @ d0067d0d, makes them contiguous); its gradient is as large before the
- *  reduce-scatter, not at the same time.  0 when tp divides the heads. */
+ *  tokens (get_query_key_value_tensors l.1864 @ d98e8a64), twice at its
+ *  peak -- the all-gather's output and the torch.cat that reorders it
+ *  (tensor_parallel/mappings.py _gather_along_last_dim) -- and then alive
+ *  until TransformerEngine copies the rank's Q, K, V out of it (their
+ *  strides fit no packed layout: get_qkv_layout's "not_supported" branch,
+ *  utils.py @ d0067d0d, makes them contiguous); its gradient, as large and
+ *  copied the same way before the reduce-scatter, not at the same time.
+ *  0 when tp divides the heads. */
 static double kv_gather_buffer(const aps_model *m, const aps_layout *lay)
 {
     aps_attn_kind x[APS_ATTN_KINDS];
@@ -761,7 +764,7 @@ static double kv_gather_buffer(const aps_model *m, const aps_layout *lay)
     double best = 0.0, tp = (double)lay->t;
     for (int i = 0; i < n; i++)
         if (x[i].layers > 0 && x[i].k < tp)
-            best = fmax(best, APS_ACT_BYTES * (double)lay->s_local *
+            best = fmax(best, 2.0 * APS_ACT_BYTES * (double)lay->s_local *
                                   (double)lay->b *
                                   aps_attn_kind_in_width(m, &x[i]));
     return best;

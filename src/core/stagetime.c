@@ -141,7 +141,8 @@ static void tp_edges(const aps_model *m, const aps_cluster *c,
 
 /** TP collectives of rank i: per layer (compute.c) plus the edges, the
  *  recomputed layers' forward ones again in the backward; exposed as
- *  aps_recipe_tp_exposed gives next to the GEMMs they feed. */
+ *  aps_recipe_tp_exposed gives next to the GEMMs they feed, but for the
+ *  replicated KV heads' gathers (kv_gather), exposed whole. */
 static void stage_tp(const aps_model *m, const aps_cluster *c,
                      const aps_training *t, const aps_strategy *s,
                      const aps_layout *lay, const aps_layer_cost *lc,
@@ -165,13 +166,18 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
     if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
         aps_profile(t)->op_sac_selective && lay->t > 1 && s->sequence_parallel)
         tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
-    st->tp_total = tp_fwd + tp_bwd;
-    st->tp_exposed_fwd = aps_interfered(
-        t, tp_fwd, aps_recipe_tp_exposed(t, lay->t, tp_fwd, L * lc->gemm_fwd));
-    st->tp_exposed_bwd = aps_interfered(
-        t, tp_bwd,
-        aps_recipe_tp_exposed(t, lay->t, tp_bwd,
-                              (2.0 * L + rc) * lc->gemm_fwd));
+    double kv_fwd = L * lc->kv_gather, kv_bwd = (L + rc) * lc->kv_gather;
+    st->tp_total = tp_fwd + tp_bwd + kv_fwd + kv_bwd;
+    st->tp_exposed_fwd =
+        aps_interfered(t, tp_fwd,
+                       aps_recipe_tp_exposed(t, lay->t, tp_fwd,
+                                             L * lc->gemm_fwd)) +
+        kv_fwd;
+    st->tp_exposed_bwd =
+        aps_interfered(t, tp_bwd,
+                       aps_recipe_tp_exposed(t, lay->t, tp_bwd,
+                                             (2.0 * L + rc) * lc->gemm_fwd)) +
+        kv_bwd;
 }
 
 /** MoE and MLA layers of rank i (moe.c): their compute differences from

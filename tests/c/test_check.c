@@ -98,6 +98,13 @@ static void test_ap_ft_04_tp_kv_heads(void **state)
     ASSERT_HAS(x.msg, "num_query_groups = 3 is neither a multiple nor a "
                       "divisor of tp_degree = 2 (Megatron-Core's "
                       "TransformerConfig)");
+    /* MLA builds no query groups (Megatron's script writes none): no
+     * replication priced, the old rule */
+    x.m.num_query_groups = 1;
+    x.m.kv_lora_rank = 512;
+    ASSERT_REASON(aps_check_tp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_TP_DIVISIBILITY, x.msg);
+    ASSERT_HAS(x.msg, "num_query_groups = 1 is not divisible by tp_degree = 2");
     /* 28 heads at t = 8 (Qwen2.5-7B, k = 4 < 8 too): the heads are
      * named first */
     fx_qwen25_7b(&x.m);
@@ -120,9 +127,9 @@ static void test_cp_a2a_replicated_kv_heads(void **state)
     x.s.cp_comm_type = APS_CP_A2A;
     ASSERT_REASON(aps_check_cp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_CP_DIVISIBILITY, x.msg);
-    ASSERT_HAS(x.msg, "cp_comm_type = a2a: num_query_groups / tp_degree = 8 "
-                      "/ 16 = 1 (one replicated KV head per rank) is not "
-                      "divisible by cp_degree = 2");
+    ASSERT_HAS(x.msg, "cp_comm_type = a2a: num_query_groups = 8 < "
+                      "tp_degree = 16 leaves one replicated KV head per TP "
+                      "rank, not divisible by cp_degree = 2");
     x.s.cp_comm_type = APS_CP_P2P;
     ASSERT_REASON(aps_check_cp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_NONE, x.msg);

@@ -221,9 +221,13 @@ static void test_ap_ft_07_tp_comm_through_estimate(void **state)
  * rank all-gathers the QKV output forward and reduce-scatters its
  * gradient backward (get_query_key_value_tensors l.1864), over the fused
  * projection's (32 + 2 x 4) x 128 = 5,120 columns of the 8,192 tokens,
- * bf16: 83,886,080 B; (7/8) x 83,886,080 / 360e9 + 7 x 3e-6 each way, 32
- * layers, 4 micro-batches, on top of the test above's TP time (the SP
- * collectives are of the hidden width, unchanged). */
+ * bf16: 83,886,080 B; (7/8) x 83,886,080 / 360e9 + 7 x 3e-6 each way, and
+ * the torch.cat copy of the whole tensor each makes (mappings.py
+ * _gather_along_last_dim, _reduce_scatter_along_last_dim: 2 x 83,886,080
+ * B read and written at the HBM's 3.35e12 x 0.80), 32 layers, 4
+ * micro-batches, on top of the test above's TP time (the SP collectives
+ * are of the hidden width, unchanged); blocking, so exposed whole under
+ * tp_comm_overlap too. */
 static void test_tp_comm_replicated_kv_heads(void **state)
 {
     (void)state;
@@ -238,13 +242,16 @@ static void test_tp_comm_replicated_kv_heads(void **state)
     ASSERT_REASON(e.reason, APS_REASON_NONE, e.reason_msg);
     double act = 2.0 * 8192.0 * 4096.0;
     double base = 910.0 * act / 360e9 + 7280.0 * 3e-6;
-    double gather = 7.0 / 8.0 * 83886080.0 / 360e9 + 7.0 * 3e-6;
-    ASSERT_REL(gather, 2.2488978e-4, 1e-6);
-    ASSERT_REL(e.perf_total[APS_PERF_TP_COMM],
-               base + 2.0 * 32.0 * 4.0 * gather, REL);
-    /* the gathered output outgrows the SP input buffer: 83,886,080 B
-     * against 2 x 8,192 x 4,096 = 67,108,864 */
-    ASSERT_REL(e.mem[APS_MEM_COMM_TP], 83886080.0, REL);
+    ASSERT_REL(c.device.hbm_bandwidth * c.device.hbm_efficiency, 2.68e12,
+               1e-9);
+    double gather = 7.0 / 8.0 * 83886080.0 / 360e9 + 7.0 * 3e-6 +
+                    2.0 * 83886080.0 / 2.68e12;
+    ASSERT_REL(gather, 2.8749133e-4, 1e-6);
+    double kv = 2.0 * 32.0 * 4.0 * gather;
+    ASSERT_REL(e.perf_total[APS_PERF_TP_COMM], base + kv, REL);
+    /* the gathered output and its reordered copy outgrow the SP input
+     * buffer: 2 x 83,886,080 B against 2 x 8,192 x 4,096 = 67,108,864 */
+    ASSERT_REL(e.mem[APS_MEM_COMM_TP], 167772160.0, REL);
     /* each rank keeps one K and one V head, as with 8 groups at t = 8
      * (the core's config of num_query_groups = world_size, l.374-379);
      * half a head each at t = 8 would be 2 x 8,192 x 64 x 2 B less per
@@ -253,7 +260,16 @@ static void test_tp_comm_replicated_kv_heads(void **state)
     m.num_query_groups = 8;
     fx_run(&m, &c, &t, &s, &e8);
     ASSERT_REL(e.mem[APS_MEM_ACTIVATIONS], e8.mem[APS_MEM_ACTIVATIONS], REL);
+    /* with the SP collectives overlapped, the gathers stay exposed */
+    t.tp_comm_overlap = true;
     m.num_query_groups = 4;
+    fx_run(&m, &c, &t, &s, &e);
+    /* (aps_recipe_tp_exposed: at least the first of 8 chunks of the SP
+     * collectives exposed, some of the rest hidden; the gathers all) */
+    ASSERT_REL(e.perf_total[APS_PERF_TP_COMM], base + kv, REL);
+    assert_true(e.perf_exposed[APS_PERF_TP_COMM] >= kv + base / 8.0);
+    assert_true(e.perf_exposed[APS_PERF_TP_COMM] < kv + base);
+    t.tp_comm_overlap = false;
     /* TorchTitan shards whole KV heads: refused */
     t.framework = APS_FW_FSDP2;
     fx_run(&m, &c, &t, &s, &e);

@@ -70,6 +70,13 @@ static void test_dense_counts(void **state)
     hp = program_of(&m, &t, &s);
     assert_true(hp.attn.fwd == 13.0 && hp.attn.bwd == 26.0);
     assert_true(hp.mlp.fwd == 9.0 && hp.mlp.bwd == 18.0);
+
+    /* TP 16 over the 8 KV heads (replicated): the QKV output's all-gather
+     * and its torch.cat, 2 more forward, twice that backward */
+    s.tp_degree = 16;
+    hp = program_of(&m, &t, &s);
+    assert_true(hp.attn.fwd == 15.0 && hp.attn.bwd == 30.0);
+    assert_true(hp.mlp.fwd == 9.0);
 }
 
 static void test_graph_scopes(void **state)

@@ -2722,6 +2722,50 @@ describe("launch files a framework's own checks refuse are marked, and --launcha
   end)
 end)
 
+describe("fewer KV heads than TP ranks: Megatron-Core replicates them, the other engines refuse", function()
+  local H = require "spec_helpers"
+  it("writes the Megatron script as estimated and marks TorchTitan's, AutoModel's and MindFormers' files", function()
+    -- Llama-3.1-8B's 8 KV heads at TP 16 (attention.py l.353-379 @ d98e8a64)
+    local dir = H.tmpdir()
+    local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2x8",
+      "--fix", "tp_degree=16", "-k", "1", "-q", "--out", dir)
+    assert.are.equal(0, code, err)
+    local function text(name)
+      local f = assert(io.open(dir .. "/launch/" .. name))
+      local t = f:read("a")
+      f:close()
+      return t
+    end
+    local sh = text("rank1_megatron.sh")
+    assert.is_nil(sh:find("num_query_groups = 8 with", 1, true), sh)
+    assert.truthy(sh:find("--num-query-groups 8", 1, true), sh)
+    local said = "num_query_groups = 8 with tp_degree = 16: the estimate replicates the KV heads over the TP ranks, " ..
+      "as Megatron-Core does; "
+    for name, rule in pairs({ ["rank1_torchtitan.py"] = launch.KV_HEADS_RULE.TorchTitan,
+                              ["rank1_automodel.yaml"] = launch.KV_HEADS_RULE.AutoModel,
+                              ["rank1_mindformers.yaml"] = launch.KV_HEADS_RULE.MindFormers }) do
+      local t = text(name)
+      assert.truthy(t:find(said .. rule .. ", so the file does not start", 1, true), name .. "\n" .. t)
+    end
+    local code2, out2 = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2x8",
+      "--fix", "tp_degree=16", "-k", "1", "-q", "--launchable", "torchtitan")
+    assert.are.equal(1, code2)
+    assert.truthy(out2:find("LAUNCH_DIFFERS", 1, true), out2)
+  end)
+
+  it("says of a global attention shape's KV heads that those layers differ, not that the file stops", function()
+    -- Gemma 4 26B-A4B: 8 KV heads on the windowed layers, 2 on the full
+    -- ones; the engines' checks read num_key_value_heads (8)
+    local m = { num_query_groups = 8, global_num_query_groups = 2 }
+    assert.is_nil(launch.kv_heads_lacks(m, { tp_degree = 2 }, "AutoModel"))
+    assert.are.equal("global_num_query_groups = 2 with tp_degree = 4: the estimate replicates the full-attention " ..
+      "layers' KV heads over the TP ranks, as Megatron-Core does; AutoModel shards KV heads and does not replicate " ..
+      "them (its check reads the other layers' num_key_value_heads), so those layers are not the job estimated",
+      launch.kv_heads_lacks(m, { tp_degree = 4 }, "AutoModel"))
+    assert.truthy(launch.kv_heads_lacks(m, { tp_degree = 16 }, "AutoModel"):find("^num_query_groups = 8 with"))
+  end)
+end)
+
 describe("TorchTitan files follow the estimate's CUDA graph scope", function()
   local H = require "spec_helpers"
   it("none writes the graphs off; a module set is said NOT EXPRESSIBLE; whole layers capture", function()

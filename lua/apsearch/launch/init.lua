@@ -580,7 +580,11 @@ M.KV_HEADS_RULE = {
 }
 
 --- What an engine that shards whole KV heads builds otherwise than an
--- estimate with fewer KV heads than TP ranks: nothing, it refuses to start.
+-- estimate with fewer KV heads than TP ranks: with num_query_groups, the
+-- check of M.KV_HEADS_RULE refuses to start; with only a global attention
+-- shape's (Gemma 4's full-attention layers: global_num_query_groups) the
+-- check reads the other layers' heads, and those layers' K and V are not
+-- replicated as estimated.
 -- @tparam table m model (num_query_groups, global_num_query_groups)
 -- @tparam table r strategy record (tp_degree)
 -- @tparam string engine a key of M.KV_HEADS_RULE
@@ -588,12 +592,15 @@ M.KV_HEADS_RULE = {
 --   divides every kind's KV heads)
 function M.kv_heads_lacks(m, r, engine)
   local tp = r.tp_degree or 1
-  for _, f in ipairs({ "num_query_groups", "global_num_query_groups" }) do
-    local k = m[f] or 0
-    if k > 0 and k < tp then
-      return ("%s = %d with tp_degree = %d: the estimate replicates the KV heads over the TP ranks, as " ..
-        "Megatron-Core does; %s, so the file does not start"):format(f, k, tp, M.KV_HEADS_RULE[engine])
-    end
+  local k, g = m.num_query_groups or 0, m.global_num_query_groups or 0
+  if k > 0 and k < tp then
+    return ("num_query_groups = %d with tp_degree = %d: the estimate replicates the KV heads over the TP ranks, " ..
+      "as Megatron-Core does; %s, so the file does not start"):format(k, tp, M.KV_HEADS_RULE[engine])
+  elseif g > 0 and g < tp then
+    return ("global_num_query_groups = %d with tp_degree = %d: the estimate replicates the full-attention layers' " ..
+      "KV heads over the TP ranks, as Megatron-Core does; %s shards KV heads and does not replicate them (its " ..
+      "check reads the other layers' num_key_value_heads), so those layers are not the job estimated"):format(g,
+      tp, engine)
   end
   return nil
 end

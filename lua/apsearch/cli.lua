@@ -2395,7 +2395,7 @@ local function estimate_job(opts)
     util.fail("calibrate", "--strategy", ("the job cannot be estimated: %s: %s"):format(est.reason,
       tostring(est.message)), nil, false)
   end
-  return est, p, inputs, strat, defaulted
+  return est, p, inputs, strat, defaulted, ctx
 end
 
 -- Whether `calibrate --trace` was given the job the trace is of.
@@ -2531,6 +2531,44 @@ M.LOG_FRAMEWORK = { megatron = "megatron", deepspeed = "megatron", fsdp2 = "torc
 -- rests on few (a step of a checkpoint save or a straggler moves it).
 M.FEW_LOG_ITERATIONS = 5
 
+--- What a log's measurement is called in calibrate --log's refusal, by
+-- the validate column its bounds are checked as.
+local LOG_MEASURE_NAMES = {
+  measured_step_time_s = "median step time (s)", measured_tokens_per_s_per_gpu = "tokens/s per GPU",
+  measured_mem_gib = "memory (GiB)",
+}
+
+--- Refuses, before anything is printed, a log whose measurement no GPU
+-- could make (a corrupt line: a step of 1e-310 ms printed inf and nan and
+-- wrote a calibration of nulls): the physical bounds `validate` puts on a
+-- CSV row of the same job (validate.check_bounds: MIN_/MAX_UTILIZATION of
+-- the device's peaks for the job's FLOPs, MIN_MEM_GIB / MAX_MEM_FRACTION
+-- of its memory).
+local function check_log_bounds(path, job, step, tps, memory)
+  local validate = require "apsearch.validate"
+  -- the measured quantity first: Megatron logs the step, TorchTitan tps
+  local rows = { { measured_step_time_s = ("%.17g"):format(step) },
+                 { measured_tokens_per_s_per_gpu = ("%.17g"):format(tps) } }
+  if job.step_derived then rows[1], rows[2] = rows[2], rows[1] end
+  for _, b in ipairs({ memory.max_allocated or false, memory.max_reserved or false }) do
+    if b then rows[#rows + 1] = { measured_mem_gib = ("%.17g"):format(b / GIB) } end
+  end
+  -- the context's inputs: the device as a full table (the policy's holds
+  -- a base preset and overrides)
+  local inp = job.ctx:inputs()
+  for _, row in ipairs(rows) do
+    row.device = inp.cluster.device.name or "the job's device"
+    local ok, err = pcall(validate.check_bounds, row, job.ctx, job.strategy, job.est, inp.cluster.device,
+      inp.cluster, inp.training)
+    if not ok then
+      local column, text, rest = tostring(err):match('^([%w_]+) = "([^"]*)" (.*)$')
+      util.fail("calibrate", "--log", ("%s: the log's %s, %s, %s"):format(path,
+        LOG_MEASURE_NAMES[column] or tostring(column), tostring(text),
+        (tostring(rest or err):gsub("for this row", "for this job"))), nil, false)
+    end
+  end
+end
+
 local function calibrate_log(opts)
   local trainlog = require "apsearch.trainlog"
   local skip
@@ -2551,7 +2589,7 @@ local function calibrate_log(opts)
     print_log_summary(opts.log, s)
     return 0
   end
-  local est, p, inputs, strat = estimate_job(opts)
+  local est, p, inputs, strat, _, ctx = estimate_job(opts)
   local training = inputs.training
   local tokens = training.global_batch_size * training.seq_length
   -- a log of another job would fit the efficiencies to the wrong step:
@@ -2570,6 +2608,8 @@ local function calibrate_log(opts)
   -- per step over its GPUs' throughput
   local step = s.step_seconds or tokens / (est.devices_used * s.tokens_per_s_per_gpu)
   local tps = s.tokens_per_s_per_gpu or tokens / (est.devices_used * step)
+  check_log_bounds(opts.log, { ctx = ctx, strategy = strat, est = est, step_derived = not s.step_seconds }, step,
+    tps, s.memory)
   local common = require "apsearch.format.common"
   local width = require("apsearch.format.table").max_width
   local function say(text) out(common.fold_text(text, width) .. "\n") end

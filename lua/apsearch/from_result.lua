@@ -203,6 +203,13 @@ function M.policy(result, path)
       end
     end
   end
+  -- the stack names the efficiency profile the estimate takes: a name
+  -- the tables know, as `--set training.stack` must give
+  local stacks = require "apsearch.stacks"
+  if inp.stack ~= nil and not (type(inp.stack) == "string" and stacks.stack(inp.stack)) then
+    fail(path, ("inputs.stack: expected a known stack name (%s) (got %s)"):format(table.concat(stacks.ids(), ", "),
+      util.describe(inp.stack)))
+  end
   fill_device(inp.cluster, path)
   return {
     file = "--from: " .. path .. ": inputs", model = inp.model, cluster = inp.cluster,

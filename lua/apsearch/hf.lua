@@ -692,7 +692,17 @@ local function numerics(m, cfg, file)
     local alpha = positive(rs, "alpha", where)
     if alpha and alpha ~= 1 then
       local d = m.head_dim or m.hidden_size // m.num_attention_heads
-      m.rope_theta = (m.rope_theta or 10000.0) * alpha ^ (d / (d - 2))
+      -- (HunYuan's base * alpha ** (dim / (dim - 2)) divides by zero at a
+      -- head width of 2; a base past the doubles is no RoPE)
+      if d <= 2 then
+        util.fail(where, "alpha", ("needs a head width above 2 (alpha^(d / (d - 2)) with d = %d)"):format(d), alpha)
+      end
+      local theta = (m.rope_theta or 10000.0) * alpha ^ (d / (d - 2))
+      if not (util.is_finite(theta) and theta > 0) then
+        util.fail(where, "alpha", ("gives a RoPE base of %s (rope_theta x alpha^(%d / %d))"):format(
+          util.describe(theta), d, d - 2), alpha)
+      end
+      m.rope_theta = theta
     end
     return m
   end
@@ -8042,6 +8052,23 @@ end
 --   dropout_value=}` (as `from_config`)
 -- @raise `<file>: cannot read (...)`, `<file>: invalid JSON (...)`, or any
 --   error of `from_config`
+--- Keys a config.json holds as an object (or null) wherever they stand:
+-- lua-cjson decodes an empty array to the table an empty object decodes
+-- to, so the text tells them apart (transformers builds no model from a
+-- `text_config` or `rope_scaling` that is a list: Gemma3Config converts a
+-- dict or None only, rope validation calls `.get` on it).
+M.OBJECT_KEYS = { "text_config", "rope_scaling", "rope_parameters", "ffn_config", "attn_config" }
+
+-- raises `<path>: <key>: expected an object or null (got an array)` for the
+-- first key of M.OBJECT_KEYS the text gives an array
+local function refuse_object_arrays(path, text)
+  for _, k in ipairs(M.OBJECT_KEYS) do
+    if text:find('"' .. k .. '"%s*:%s*%[') then
+      util.fail(path, k, "expected an object or null (got an array)", nil, false)
+    end
+  end
+end
+
 function M.load(path, name)
   local dir = path
   local is_dir
@@ -8067,6 +8094,7 @@ function M.load(path, name)
     error(string.format("%s: invalid JSON: %s", path, M.json_error_where(tostring(cfg), text)), 0)
   end
   util.refuse_duplicate_key(path, text)
+  refuse_object_arrays(path, text)
   -- an empty array decodes to the empty table an empty object does
   if type(cfg) ~= "table" or rawget(cfg, 1) ~= nil or text:match("^%s*%[") then
     error(string.format("%s: expected one JSON object (a Hugging Face config.json), got %s", path,

@@ -234,6 +234,17 @@ describe("estimate --from result.json --rank N", function()
     end
   end)
 
+  it("refuses a stack that is not a known stack's name (true crashed in the breakdown; a breaker's eleventh round)",
+    function()
+    local _, result = searched(dir, "stack", "--top-k", "1")
+    for _, v in ipairs({ true, "bogus" }) do
+      result.inputs.stack = v
+      local path = H.write(dir .. "/stack.json", json.encode(result))
+      refused(("--from: %s: inputs.stack: expected a known stack name (megatron-bridge-25, "):format(path),
+        "estimate", "--from", path, "--rank", "1")
+    end
+  end)
+
   it("refuses a record without the step it was ranked at (it crashed indexing nil)", function()
     local _, result = searched(dir, "nostep", "--top-k", "1")
     local saved = result.top_k_strategies[1].performance_cost

@@ -300,6 +300,29 @@ describe("hf.load on the shipped configs", function()
     assert.are.same({ true, 10000.0 }, { m.rope_scaling_type == nil, m.rope_theta })
     assert.matches("rope_scaling: factor: required key is missing",
       err_of(hf.from_config, with({ rope_scaling = { rope_type = "llama3" } }), "x.json"), 1, true)
+    -- Hunyuan's NTK-alpha base, rope_theta x alpha^(d / (d - 2)) (head width
+    -- 16 here): a base past the doubles, or a head width of 2 that divides
+    -- by zero in HunYuan's own formula, names alpha (it named rope_theta, or
+    -- took 0.5^inf = 0 for "not given"; a breaker's eleventh round)
+    local ntk = { rope_type = "dynamic", factor = 1.0, alpha = 1e308 }
+    assert.are.equal("x.json: rope_scaling: alpha: gives a RoPE base of inf (rope_theta x alpha^(16 / 14)) " ..
+      "(got 1e+308)", err_of(hf.from_config, with({ rope_scaling = ntk, rope_theta = 10000 }), "x.json"))
+    ntk.alpha = 0.5
+    assert.are.equal("x.json: rope_scaling: alpha: needs a head width above 2 (alpha^(d / (d - 2)) with d = 2) " ..
+      "(got 0.5)", err_of(hf.from_config, with({ rope_scaling = ntk, head_dim = 2 }), "x.json"))
+  end)
+
+  it("refuses an array where a config.json holds an object (it decoded as the empty object)", function()
+    -- gemma-3-4b-pt with "text_config": [] was read as a 2.6B model of
+    -- Gemma3TextConfig's defaults; transformers builds none from it
+    local dir = H.tmpdir()
+    local text = H.read(ROOT .. "/examples/models/gemma-3-4b-pt.json")
+    for _, key in ipairs({ "text_config", "rope_scaling" }) do
+      local edited, n = text:gsub('"' .. key .. '"%s*:%s*%b{}', '"' .. key .. '": []', 1)
+      if n == 0 then edited = text:gsub("^%s*{", '{"' .. key .. '": [],', 1) end
+      local path = H.write(dir .. "/" .. key .. ".json", edited)
+      assert.are.equal(path .. ": " .. key .. ": expected an object or null (got an array)", err_of(hf.load, path))
+    end
   end)
 
   it("gives qwen2 q/k/v biases but no o_proj bias", function()

@@ -2730,12 +2730,7 @@ describe("fewer KV heads than TP ranks: Megatron-Core replicates them, the other
     local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2x8",
       "--fix", "tp_degree=16", "-k", "1", "-q", "--out", dir)
     assert.are.equal(0, code, err)
-    local function text(name)
-      local f = assert(io.open(dir .. "/launch/" .. name))
-      local t = f:read("a")
-      f:close()
-      return t
-    end
+    local function text(name) return H.read(dir .. "/launch/" .. name) end
     local sh = text("rank1_megatron.sh")
     assert.is_nil(sh:find("num_query_groups = 8 with", 1, true), sh)
     assert.truthy(sh:find("--num-query-groups 8", 1, true), sh)

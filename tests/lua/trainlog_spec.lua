@@ -329,20 +329,21 @@ describe("calibrate --log, bad logs", function()
     -- TorchTitan with "{:7.4f}" ("    nan")
     local lines = {}
     for it = 1, 8 do
-      local line = megatron_line(it, 8, 1000.0 + it, 100.0, 9.0)
+      local line = megatron_line(it, 8, 10000.0 + it, 100.0, 9.0)
       if it >= 6 then line = line:gsub("lm loss: [^ ]+", it == 8 and "lm loss: INF" or "lm loss: NAN") end
       lines[it] = line
     end
     local s = trainlog.summary(trainlog.parse(table.concat(lines, "\n"), "n.log"), 3)
     assert.are.equal(5, s.used)
     assert.are.equal(3, s.nonfinite_losses)
-    near(1.006, s.step_seconds, 1e-12) -- iterations 4-8: 1,004 ... 1,008 ms
+    near(10.006, s.step_seconds, 1e-12) -- iterations 4-8: 10,004 ... 10,008 ms
     assert.is_nil(s.loss)
     local path = write(dir .. "/nan.log", table.concat(lines, "\n") .. "\n")
     local code, out = apsearch("calibrate", "--log", path, "--skip", "3")
     assert.are.equal(0, code)
     assert.truthy(out:find("3 used iterations logged a NaN or infinite loss (timed as logged)", 1, true), out)
     -- beside a job (and before a fit): said too, and that 5 iterations are few
+    -- (10 s a step: within the job's physical bounds, 1.7 s at its peak)
     code, out = apsearch("calibrate", "--log", path, POLICY, "--set", "training.framework=megatron",
       "--strategy", "dp_degree=8", "--skip", "3")
     assert.are.equal(0, code)
@@ -557,6 +558,29 @@ describe("calibrate --log, the command", function()
       "--set", "training.global_batch_size=128", "--strategy", "dp_degree=8"))
     assert.truthy(err:find("the log's global batch size is 64, the job's 128", 1, true), err)
     assert.truthy(err:find("(--set training.global_batch_size=64)", 1, true), err)
+  end)
+
+  it("a measurement no GPU could make is refused before anything is printed, as validate refuses the row",
+    function()
+    -- a breaker's eleventh round: a step of 1e-310 ms printed inf and nan,
+    -- exited 0 and wrote a calibration of nulls; TorchTitan's tps 1e-320
+    -- printed its report after the error; a memory line of 1e-320 MB
+    local job = { POLICY, "--set", "training.framework=megatron", "--strategy", "tp_degree=4,dp_degree=2" }
+    local lines = {}
+    for k = 1, 5 do lines[k] = (megatron_line(k, 5, 1000.0, 100.0, 8.0):gsub("%(ms%): 1000%.0", "(ms): 1e-310")) end
+    local log = write(dir .. "/denorm.log", table.concat(lines, "\n") .. "\n")
+    local calib = dir .. "/denorm.json"
+    local err = one_line(apsearch("calibrate", "--log", log, "-o", calib, table.unpack(job)))
+    assert.truthy(err:find(log .. ": the log's median step time (s), 1.0000000000132873e-313, is outside [", 1, true),
+      err)
+    assert.truthy(err:find("the physical bounds for this job (0.01 % of h100-sxm-80gb's bf16 peak", 1, true), err)
+    assert.is_nil(H.read(calib))
+    for k = 1, 5 do lines[k] = megatron_line(k, 5, 5000.0, 100.0, 8.0) end
+    lines[6] = "[Rank 0] (after 4 iterations) memory (MB) | allocated: 1e-320 | max allocated: 1e-320 | " ..
+      "reserved: 1e-320 | max reserved: 1e-320"
+    log = write(dir .. "/denorm_mem.log", table.concat(lines, "\n") .. "\n")
+    err = one_line(apsearch("calibrate", "--log", log, table.unpack(job)))
+    assert.truthy(err:find("the log's memory (GiB), 9.8813129168249309e-324, is outside [0.1, 87.61]", 1, true), err)
   end)
 
   it("a step time the efficiencies' bounds cannot reach ends at the bound, and says so", function()

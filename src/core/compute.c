@@ -272,10 +272,10 @@ static double layer_norm_bytes(const aps_model *m, const aps_training *t,
 
 /** HBM bytes of the per-head norms on Q and K (qk_norm, Qwen3), forward:
  *  over the full local sequence and the rank's a / t query and kc / t key
- *  heads of head_dim each (aps_kv_core_groups), after the QKV projection (Megatron
- *  SelfAttention.get_query_key_value_tensors q_layernorm / k_layernorm;
- *  TorchTitan qwen3 Attention q_norm / k_norm).  Inside the attention, so
- *  not part of the "layernorm" recompute module. */
+ *  heads of head_dim each (aps_kv_core_groups), after the QKV projection
+ *  (Megatron SelfAttention.get_query_key_value_tensors q_layernorm /
+ *  k_layernorm; TorchTitan qwen3 Attention q_norm / k_norm).  Inside the
+ *  attention, so not part of the "layernorm" recompute module. */
 static double layer_qk_norm_bytes(const aps_model *m, const aps_training *t,
                                   const layer_shape *x)
 {

@@ -784,7 +784,8 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
     double sl = (double)lay->s_local, b = (double)lay->b;
     if (lay->t > 1 && s->sequence_parallel)
         mem[APS_MEM_COMM_TP] = A * sl * b * (double)m->hidden_size;
-    mem[APS_MEM_COMM_TP] = fmax(mem[APS_MEM_COMM_TP], kv_gather_buffer(m, lay));
+    mem[APS_MEM_COMM_TP] =
+        fmax(mem[APS_MEM_COMM_TP], kv_gather_buffer(m, lay));
     if (plan->mfsdp != APS_MFSDP_NONE)
         mem[APS_MEM_COMM_FSDP] = aps_mfsdp_buffers(m, t, lay, plan, i, psi);
     else if (plan->fsdp_like)

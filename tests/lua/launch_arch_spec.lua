@@ -156,6 +156,18 @@ describe("Megatron-LM model architecture flags (issue 25)", function()
     has(script(nb), { ["--squared-relu"] = true, ["--disable-bias-linear"] = true }, { "--no-bias-gelu-fusion" })
   end)
 
+  it("gpt-oss: biases and grouped experts turn the bias-dropout fusion off (TEGroupedMLP asserts it)", function()
+    -- moe/experts.py l.205-207 @ d98e8a64; a framework pass found every
+    -- gpt-oss and Phi-3.5-MoE script stopping there at model build
+    local m = hf.from_config(H.example_config("gpt-oss-20b"), "g.json")
+    local flags = script(m, { dp_degree = 8, ep_degree = 8, zero_stage = 1, micro_batch_size = 1 })
+    has(flags, { ["--no-bias-dropout-fusion"] = true, ["--moe-grouped-gemm"] = true }, { "--disable-bias-linear" })
+    -- without biases the fusion stays (Qwen3-30B-A3B)
+    local q = hf.from_config(H.example_config("qwen3-30b-a3b"), "q.json")
+    has(script(q, { dp_degree = 8, ep_degree = 8, zero_stage = 1, micro_batch_size = 1 }),
+      { ["--disable-bias-linear"] = true }, { "--no-bias-dropout-fusion" })
+  end)
+
   -- Jais 2's two matrices of 1,026 (2 x 512 x 1,026 weights, 4 x 512 x 1,026
   -- FLOPs a token) as TorchTitan's three of 684 (3 x 512 x 684: the same);
   -- 1,024 is not a multiple of 3/2: 683 (2,049 // 3), within one column

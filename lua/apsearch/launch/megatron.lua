@@ -372,7 +372,8 @@ function M.rope_args(m, A, N, tr)
     local orig, fixed = require("apsearch.hf").yarn_original(m), M.MLA_YARN_FIXED.original_max_position_embeddings
     if orig ~= fixed then
       N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn original_max_position_embeddings %s%s: " ..
-        "MLATransformerConfig fixes it at %s (no flag)%s", orig and M.num(orig) or "not given",
+        "MLATransformerConfig fixes it at %s (the --yarn-* flags reach the non-MLA path only)%s",
+        orig and M.num(orig) or "not given",
         (m.original_max_position_embeddings or 0) > 0 and "" or " (transformers: max_position_embeddings)",
         M.num(fixed), same_job("original_max_position_embeddings", fixed)))
     end
@@ -385,7 +386,8 @@ function M.rope_args(m, A, N, tr)
       local v, fixed = m["yarn_" .. k] or 0, M.MLA_YARN_FIXED[k]
       if v > 0 and v ~= fixed then
         N("NOT EXPRESSIBLE in Megatron-LM", string.format("yarn %s %s: MLATransformerConfig fixes it at %s " ..
-          "(no flag)%s", k, M.num(v), M.num(fixed), same_job("yarn_" .. k, fixed)))
+          "(the --yarn-* flags reach the non-MLA path only)%s", k, M.num(v), M.num(fixed),
+          same_job("yarn_" .. k, fixed)))
       end
     end
   elseif kind ~= "none" and kind ~= "yarn" then
@@ -1588,6 +1590,12 @@ function M.bias_args(c, A, N)
   -- refuses a fused bias-activation of squared ReLU (transformer_config.py:2420-2424
   -- @ d98e8a64: gelu, silu or quick_gelu only; arguments.py:1605, :2892)
   if m.mlp == "relu2" then A("--no-bias-gelu-fusion") end
+  -- TEGroupedMLP asserts "bias_dropout_fusion is not supported in
+  -- TEGroupedMLP when add_bias_linear=True" (moe/experts.py l.205-207 @
+  -- d98e8a64; Megatron-LM's examples/gptoss/02_train.sh passes the flag):
+  -- the unfused bias-dropout-add it leaves is not priced (a few element-wise
+  -- passes over the hidden state a layer)
+  if moe and r.moe_grouped_gemm ~= false then A("--no-bias-dropout-fusion") end
   local missing = {}
   for _, k in ipairs({ "qkv", "proj", "mlp", "router" }) do
     if has[k] == false then missing[#missing + 1] = k end

@@ -42,6 +42,7 @@ M.megatron = {
     "--micro-batch-size", "--global-batch-size", "--recompute-granularity",
     "--recompute-method", "--recompute-num-layers", "--sequence-parallel",
     "--optimizer", "--disable-bias-linear", "--add-qkv-bias", "--no-bias-gelu-fusion",
+    "--no-bias-dropout-fusion",
     -- _add_network_size_args
     "--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
     "--group-query-attention", "--num-query-groups", "--kv-channels",

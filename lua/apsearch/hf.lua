@@ -8069,6 +8069,21 @@ local function refuse_object_arrays(path, text)
   end
 end
 
+-- raises `<path>:<line>: invalid JSON: a hexadecimal number 0x...` for a
+-- number JSON does not have: lua-cjson reads 0x1000 as 4096, while
+-- Python's json (and so transformers) refuses the file.  Its NaN and
+-- Infinity, which Python's json reads too, are left to the range checks.
+local function refuse_hex_numbers(path, text)
+  -- strings out (escapes first, so that an escaped quote ends none)
+  local bare = text:gsub("\\.", ""):gsub('"[^"]*"', '""')
+  local at = bare:find("[%[,:]%s*[-+]?0[xX]%x")
+  if at then
+    local _, lines = bare:sub(1, at):gsub("\n", "")
+    error(("%s:%d: invalid JSON: a hexadecimal number %s (JSON numbers are decimal)"):format(path, lines + 1,
+      bare:match("0[xX]%x+", at)), 0)
+  end
+end
+
 function M.load(path, name)
   local dir = path
   local is_dir
@@ -8094,6 +8109,7 @@ function M.load(path, name)
     error(string.format("%s: invalid JSON: %s", path, M.json_error_where(tostring(cfg), text)), 0)
   end
   util.refuse_duplicate_key(path, text)
+  refuse_hex_numbers(path, text)
   refuse_object_arrays(path, text)
   -- an empty array decodes to the empty table an empty object does
   if type(cfg) ~= "table" or rawget(cfg, 1) ~= nil or text:match("^%s*%[") then

@@ -312,6 +312,19 @@ describe("hf.load on the shipped configs", function()
       "(got 0.5)", err_of(hf.from_config, with({ rope_scaling = ntk, head_dim = 2 }), "x.json"))
   end)
 
+  it("refuses a hexadecimal number, which JSON has not (lua-cjson read 0x1000 as 4096), and not in a string",
+    function()
+    local dir = H.tmpdir()
+    local text = H.read(ROOT .. "/examples/models/llama-3.1-8b.json")
+    local hex = H.write(dir .. "/hex.json", (text:gsub('"hidden_size": 4096', '"hidden_size": 0x1000', 1)))
+    local line = select(2, text:sub(1, text:find('"hidden_size"', 1, true)):gsub("\n", "")) + 1
+    assert.are.equal(("%s:%d: invalid JSON: a hexadecimal number 0x1000 (JSON numbers are decimal)"):format(hex,
+      line), err_of(hf.load, hex))
+    -- in a string (an escaped quote before it) it is text
+    local named = H.write(dir .. "/named.json", (text:gsub("^%s*{", '{"_name_or_path": "a \\" ,0x10",', 1)))
+    assert.are.equal(8030261248, core.model_params((hf.load(named))).total)
+  end)
+
   it("refuses an array where a config.json holds an object (it decoded as the empty object)", function()
     -- gemma-3-4b-pt with "text_config": [] was read as a 2.6B model of
     -- Gemma3TextConfig's defaults; transformers builds none from it

@@ -969,6 +969,15 @@ function M.run(policy, opts)
       error(string.format("objective %s: its comparison is not a consistent order (%s)",
         tostring(objective_name), tostring(serr):gsub("^.-:%d+: ", "")), 0)
     end
+    -- a comparison table.sort did not trip on can still be no order (one
+    -- that is always true ranked at random): each rank must not also come
+    -- before the one above it
+    for r = 1, #heap - 1 do
+      if better(heap[r + 1], heap[r]) then
+        error(string.format("objective %s: its comparison is not a consistent order (rank %d comes before " ..
+          "rank %d and after it: better(a, b) and better(b, a) are both true)", tostring(objective_name), r + 1, r), 0)
+      end
+    end
   end
 
   -- top-k: full estimates ---------------------------------------------------

@@ -513,6 +513,15 @@ describe("driver details", function()
         a.performance_cost.step_time <= b.performance_cost.step_time))
     end
     assert.are.equal("step_time", search.run(base).inputs.objective)
+    -- a comparison that is always true is no order: refused even where
+    -- table.sort does not trip on it (two strategies; a breaker's eleventh
+    -- round saw its arbitrary ranking accepted)
+    raw2.objective = function() return true end
+    raw2.top_k = 2
+    local ok, err = pcall(search.run, policy.from_table(raw2, "p.lua"))
+    assert.is_false(ok)
+    assert.are.equal("objective custom: its comparison is not a consistent order (rank 2 comes before rank 1 and " ..
+      "after it: better(a, b) and better(b, a) are both true)", err)
   end)
 
   it("applies policy rules, cheap before the estimate and others after", function()

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include "fixtures.h"
 #include "../../src/core/internal.h"
+#include "fixtures_internal.h"
 
 /** A 4-layer Llama-shaped model: h 4096, 32 heads of 128, 8 KV groups,
  *  SwiGLU f 14336. */
@@ -56,24 +57,6 @@ static void fx_strategy(aps_strategy *s, int64_t pp)
     s->dp_degree = 8 / pp;
 }
 
-/** Rank i's stage time under t, s. */
-static void stage_time(const aps_model *m, const aps_cluster *c,
-                       const aps_training *t, const aps_strategy *s,
-                       int64_t i, aps_stage_time *st)
-{
-    char msg[APS_REASON_LEN];
-    aps_layout lay;
-    assert_int_equal(aps_layout_build(m, t, s, &lay, msg, sizeof msg),
-                     APS_REASON_NONE);
-    aps_dp_plan plan;
-    aps_dp_plan_build(t, s, &plan);
-    aps_layer_cost lc;
-    aps_layer_activations(m, t, s, NULL, &lc);
-    aps_layer_times(m, c, t, s, NULL, &lc);
-    aps_moe_layer_cost(m, c, t, s, &lc.moe);
-    aps_stage_time_build(m, c, t, s, &lay, &plan, &lc, i, false, st);
-}
-
 /* pp 1, fp8, start 1 and end 1 of 4 layers: layers 0 and 3 in bf16, so
  * the rank's weight-gradient GEMMs (one forward's worth per layer) are 2
  * fp8 layers + 2 bf16 layers, each by hand from aps_gemm_time. */
@@ -92,10 +75,10 @@ static void test_bf16_layers_gemm_pp1(void **state)
     double b = tiny_gemm(&c.device, APS_PREC_BF16);
     assert_true(b > q);
     aps_stage_time st;
-    stage_time(&m, &c, &t, &s, 0, &st);
+    fx_stage_time(&m, &c, &t, &s, 0, &st);
     ASSERT_REL(st.wgrad, 2.0 * q + 2.0 * b, 1e-12);
     fx_bf16_training(&t, APS_PREC_FP8, false);
-    stage_time(&m, &c, &t, &s, 0, &st);
+    fx_stage_time(&m, &c, &t, &s, 0, &st);
     ASSERT_REL(st.wgrad, 4.0 * q, 1e-12);
 }
 
@@ -117,7 +100,7 @@ static void test_bf16_layers_gemm_pp2(void **state)
     double b = tiny_gemm(&c.device, APS_PREC_BF16);
     for (int64_t i = 0; i < 2; i++) {
         aps_stage_time st;
-        stage_time(&m, &c, &t, &s, i, &st);
+        fx_stage_time(&m, &c, &t, &s, i, &st);
         ASSERT_REL(st.wgrad, q + b, 1e-12);
     }
     t.num_layers_at_end_in_bf16 = 0;
@@ -126,9 +109,7 @@ static void test_bf16_layers_gemm_pp2(void **state)
     assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
                      APS_REASON_NONE);
     aps_layer_cost lc, buf;
-    aps_layer_activations(&m, &t, &s, NULL, &lc);
-    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
-    aps_moe_layer_cost(&m, &c, &t, &s, &lc.moe);
+    fx_layer_cost(&m, &c, &t, &s, &lc);
     assert_ptr_equal(aps_stage_layer_cost(&m, &c, &t, &s, &lay, &lc, 1, &buf),
                      &lc);
     const aps_layer_cost *r0 =
@@ -213,10 +194,10 @@ static void test_bf16_layers_hybrid_kind(void **state)
     aps_strategy s;
     fx_strategy(&s, 1);
     aps_stage_time on, off;
-    stage_time(&m, &c, &t, &s, 0, &on);
+    fx_stage_time(&m, &c, &t, &s, 0, &on);
     t.first_last_layers_bf16 = false;
     t.num_layers_at_start_in_bf16 = t.num_layers_at_end_in_bf16 = APS_DEFAULT;
-    stage_time(&m, &c, &t, &s, 0, &off);
+    fx_stage_time(&m, &c, &t, &s, 0, &off);
     double T = TINY_SEQ, h = 4096.0, f = 21504.0;
     double mlp_b = aps_gemm_time(&c.device, APS_PREC_BF16, T, f, h) +
                    aps_gemm_time(&c.device, APS_PREC_BF16, T, h, f);
@@ -253,12 +234,12 @@ static void test_bf16_layers_moe_mean(void **state)
     s.ep_degree = 8;
     s.moe_token_dispatcher = APS_MOE_FLEX;
     aps_stage_time on, q, b;
-    stage_time(&m, &c, &t, &s, 0, &on);
+    fx_stage_time(&m, &c, &t, &s, 0, &on);
     fx_bf16_training(&t, APS_PREC_MXFP8, false);
     t.moe_flex_dispatcher_backend = APS_FLEX_HYBRIDEP;
-    stage_time(&m, &c, &t, &s, 0, &q);
+    fx_stage_time(&m, &c, &t, &s, 0, &q);
     t.precision = APS_PREC_BF16;
-    stage_time(&m, &c, &t, &s, 0, &b);
+    fx_stage_time(&m, &c, &t, &s, 0, &b);
     assert_true(b.comp_fwd > q.comp_fwd);
     ASSERT_REL(on.comp_fwd, 0.5 * (q.comp_fwd + b.comp_fwd), 1e-12);
     ASSERT_REL(on.comp_bwd, 0.5 * (q.comp_bwd + b.comp_bwd), 1e-12);

@@ -24,6 +24,7 @@
 
 #include "fixtures.h"
 #include "../../src/core/internal.h"
+#include "fixtures_internal.h"
 
 /** The pattern of nvidia/Nemotron-H-8B-Base-8K (hybrid_override_pattern). */
 #define NEMOTRON_H_8B_PATTERN \
@@ -355,6 +356,17 @@ static void test_hybrid_moe_host_kernels(void **state)
                      APS_CG_ATTN | APS_CG_MAMBA | APS_CG_MOE_ROUTER);
 }
 
+/** Nemotron 3 Nano on 8 H100, 8 sequences of 4,096 tokens, the default
+ *  strategy. */
+static void nano_on_h100x8(aps_model *m, aps_cluster *c, aps_training *t,
+                           aps_strategy *s)
+{
+    fx_nemotron3_nano(m);
+    fx_h100(c, 8);
+    fx_training(t, 8, 4096);
+    aps_strategy_defaults(s);
+}
+
 /* The combine's share of the sync segment (stagetime.c stage_host): a
  * dropless all-to-all dispatch over 8 EP ranks syncs every MoE layer, and
  * the GPU work after the host's last expert launch is the combine, half
@@ -364,38 +376,22 @@ static void test_hybrid_moe_sync_tail(void **state)
 {
     (void)state;
     aps_model m;
-    fx_nemotron3_nano(&m);
     aps_cluster c;
-    fx_h100(&c, 8);
     aps_training t;
-    fx_training(&t, 8, 4096);
     aps_strategy s;
-    aps_strategy_defaults(&s);
+    nano_on_h100x8(&m, &c, &t, &s);
     s.dp_degree = 8;
     s.ep_degree = 8;
     s.micro_batch_size = 1;
-    char msg[APS_REASON_LEN];
-    aps_layout lay;
-    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
-                     APS_REASON_NONE);
-    aps_dp_plan plan;
-    aps_dp_plan_build(&t, &s, &plan);
-    aps_layer_cost lc;
-    aps_layer_activations(&m, &t, &s, NULL, &lc);
-    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
-    aps_moe_layer_cost(&m, &c, &t, &s, &lc.moe);
     aps_stage_time st;
-    aps_stage_time_build(&m, &c, &t, &s, &lay, &plan, &lc, 0, false, &st);
+    fx_stage_time(&m, &c, &t, &s, 0, &st);
     ASSERT_REL(st.host.sync_layers, 23.0, 0.0); /* every MoE layer syncs */
     assert_true(st.ep_exposed_fwd > 0.0);
     ASSERT_REL(st.moe_g_tail, 0.5 * st.ep_exposed_fwd / 23.0, 1e-12);
     assert_true(st.moe_g_tail < st.moe_g_post);
     /* token drop with padding: static splits, no sync, no segment */
     s.moe_capacity_factor = 1.0;
-    aps_layer_activations(&m, &t, &s, NULL, &lc);
-    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
-    aps_moe_layer_cost(&m, &c, &t, &s, &lc.moe);
-    aps_stage_time_build(&m, &c, &t, &s, &lay, &plan, &lc, 0, false, &st);
+    fx_stage_time(&m, &c, &t, &s, 0, &st);
     ASSERT_REL(st.host.sync_layers, 0.0, 0.0);
 }
 
@@ -407,13 +403,10 @@ static void test_hybrid_moe_tp_drop(void **state)
 {
     (void)state;
     aps_model m;
-    fx_nemotron3_nano(&m);
     aps_cluster c;
-    fx_h100(&c, 8);
     aps_training t;
-    fx_training(&t, 8, 4096);
     aps_strategy s;
-    aps_strategy_defaults(&s);
+    nano_on_h100x8(&m, &c, &t, &s);
     s.tp_degree = 2;
     s.sequence_parallel = true;
     s.dp_degree = 4;
@@ -940,19 +933,9 @@ static void test_hybrid_stage_full_recompute(void **state)
     assert_int_equal(e->stages[0].recompute_layers, 4);
     /* the recomputed forward is the rank's layers' forward: with every
      * layer recomputed, the forward of its layers once more */
-    char msg[APS_REASON_LEN];
-    aps_layout lay;
-    assert_int_equal(aps_layout_build(&m, &t, &s, &lay, msg, sizeof msg),
-                     APS_REASON_NONE);
-    aps_dp_plan plan;
-    aps_dp_plan_build(&t, &s, &plan);
-    aps_layer_cost lc;
-    aps_layer_activations(&m, &t, &s, NULL, &lc);
-    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
-    aps_moe_layer_cost(&m, &c, &t, &s, &lc.moe);
     for (int64_t i = 0; i < 2; i++) {
         aps_stage_time st;
-        aps_stage_time_build(&m, &c, &t, &s, &lay, &plan, &lc, i, false, &st);
+        fx_stage_time(&m, &c, &t, &s, i, &st);
         ASSERT_REL(st.recompute, st.comp_fwd, 1e-12);
     }
     test_free(e);

@@ -8074,6 +8074,7 @@ end
 -- Python's json (and so transformers) refuses the file.  Its NaN and
 -- Infinity, which Python's json reads too, are left to the range checks.
 local function refuse_hex_numbers(path, text)
+  if not text:find("0[xX]%x") then return end -- (most files: one pass)
   -- strings out (escapes first, so that an escaped quote ends none)
   local bare = text:gsub("\\.", ""):gsub('"[^"]*"', '""')
   local at = bare:find("[%[,:]%s*[-+]?0[xX]%x")

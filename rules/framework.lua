@@ -1,6 +1,6 @@
 -- Built-in rule "framework": the strategy is one the training framework can
--- run (megatron: no HSDP, no ZeRO-2/3 over DDP, FSDP2 without PP or EP,
--- Megatron-FSDP with ZeRO-2 (optim_grads) and always resharding,
+-- run (megatron: no ZeRO-2/3 over DDP, FSDP2 without PP, EP or HSDP,
+-- Megatron-FSDP with ZeRO-2 (optim_grads), HSDP and always resharding,
 -- no sliding window with p2p CP, no CP with attention sinks; fsdp2: no ZeRO-1/2, TP
 -- always with SP; fsdp: data parallelism only; deepspeed: no HSDP, no CP;
 -- and the recipe settings each one offers, src/core/recipe.c), so every ranked

@@ -1390,8 +1390,9 @@ aps_mfsdp_sharding aps_mfsdp_sharding_of(const aps_training *t,
                                          const aps_strategy *s);
 
 /** What Megatron-LM refuses, or apsearch does not estimate, of Megatron-
- *  FSDP with (t, s) (HSDP, no reshard after forward, the MoE combined
- *  1F1B under interleaving): FRAMEWORK_UNSUPPORTED with the reason in msg
+ *  FSDP with (t, s) (HSDP whose expert-data-parallel ranks do not split
+ *  into its instances, no reshard after forward, the MoE combined 1F1B
+ *  under interleaving): FRAMEWORK_UNSUPPORTED with the reason in msg
  *  (n bytes), else APS_REASON_NONE. */
 aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
                            char *msg, size_t n);
@@ -2002,7 +2003,8 @@ int64_t aps_moe_edp(const aps_strategy *s);
 /** Ranks each routed expert's weights, gradients and optimizer states
  *  are sharded over: aps_moe_edp, divided by the replicas of an HSDP plan
  *  under a profile with experts_replicated (TorchTitan's efsdp mesh
- *  leaves dp_replicate out; moe.c). */
+ *  leaves dp_replicate out) or under Megatron-FSDP (one instance's
+ *  expert-data-parallel ranks; moe.c). */
 int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
                              const aps_dp_plan *plan);
 /** Busiest rank's load over the balanced share: training.moe_load_

@@ -48,8 +48,19 @@
  * buckets (_enforce_double_buffer_limit, buffer.py:3956-3980); buckets
  * outside units stay dynamic.
  *
- * Not modelled: HSDP (--num-distributed-optimizer-instances, refused
- * below), Megatron-FSDP version 2, --use-nccl-ub's registration itself.
+ * HSDP (fsdp_degree and dp_degree > 1) runs as --num-distributed-
+ * optimizer-instances dp_degree (adapter.py:343-430): every instance is
+ * fsdp_degree x cp consecutive ranks of the dp_cp group (parallel_state.py
+ * :922-1000, the intra-partial data-parallel group), which shards as
+ * above; the gradient shard is all-reduced across the instances once per
+ * step, on the last micro-batch's reduce (mfsdp.py:776-786, buffer.py:
+ * 4135-4160, outer_dp_sharding_strategy no_shard, Megatron's default), and
+ * the routed experts shard over the expert-data-parallel ranks of one
+ * instance (moe.c aps_moe_expert_shard).  Its buffers are the plain
+ * sharding's over the smaller group.
+ *
+ * Not modelled: outer_dp_sharding_strategy optim (HFSDP), Megatron-FSDP
+ * version 2, --use-nccl-ub's registration itself.
  */
 #include <math.h>
 #include "internal.h"
@@ -148,14 +159,17 @@ aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
     if (t->framework != APS_FW_MEGATRON ||
         t->fsdp_impl != APS_FSDP_IMPL_MEGATRON_FSDP)
         return APS_REASON_NONE;
-    /* adapter.py:343-360: Megatron-FSDP's HSDP shards over dp_cp within a
-     * distributed-optimizer instance and replicates across instances */
-    if (s->fsdp_degree > 1 && s->dp_degree > 1) {
-        aps_fmt(msg, n, "megatron: HSDP (fsdp_degree = %lld x dp_degree = "
-                "%lld) with Megatron-FSDP runs as --num-distributed-optimizer-"
-                "instances %lld (mcore_fsdp_adapter.py), which apsearch does "
-                "not estimate; use fsdp_degree alone",
-                (long long)s->fsdp_degree, (long long)s->dp_degree,
+    /* HSDP runs as --num-distributed-optimizer-instances dp_degree
+     * (adapter.py:343-430); parallel_state.py:1447-1449 asserts the
+     * expert-data-parallel ranks split into the instances */
+    int64_t edp = aps_moe_edp(s);
+    if (s->fsdp_degree > 1 && s->dp_degree > 1 && edp % s->dp_degree != 0) {
+        aps_fmt(msg, n, "megatron: HSDP with Megatron-FSDP runs as "
+                "--num-distributed-optimizer-instances %lld, and %lld expert-"
+                "data-parallel ranks do not split into %lld instances: "
+                "\"Expert data parallel size should be divisible by partial "
+                "DistOpt shard factor\" (parallel_state.py)",
+                (long long)s->dp_degree, (long long)edp,
                 (long long)s->dp_degree);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }

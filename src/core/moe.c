@@ -148,9 +148,13 @@ int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
      * (TorchTitan's efsdp = dp_shard x cp x tp / ep; profile.c), or with
      * the experts ordinary modules of a transformers class that NeMo
      * AutoModel wraps as it wraps the rest (training.transformers_model:
-     * no expert mesh, fully_shard over the shard dimension) */
+     * no expert mesh, fully_shard over the shard dimension), or under
+     * Megatron-FSDP, whose HSDP shards the experts over one instance's
+     * expert-data-parallel ranks (the intra-partial expert group,
+     * parallel_state.py:1447-1452; mcore_fsdp_adapter.py:398-405) */
     bool replicated = aps_profile(t)->experts_replicated ||
-                      experts_in_layer_unit(t);
+                      experts_in_layer_unit(t) ||
+                      plan->mfsdp != APS_MFSDP_NONE;
     if (replicated && plan->fsdp_like &&
         plan->replicate > 1 && edp % plan->replicate == 0)
         return edp / plan->replicate;

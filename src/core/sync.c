@@ -192,7 +192,9 @@ static void hsdp_sync(const aps_cluster *c, const aps_training *t,
     double shard = plan->grad_reduce * psi / (double)plan->shard_group;
     double ar = aps_allreduce_time(plan->replicate, shard, bw, alpha);
     /* FSDP2 (TorchTitan) reduces across replicas after every micro-batch's
-     * backward */
+     * backward; Megatron-FSDP on the last micro-batch's reduce only
+     * (megatron_fsdp.py:776-786 @ d98e8a64: outer_fsdp_group_grad_reduce
+     * needs is_last_microbatch) */
     double times = aps_profile(t)->sync_every_microbatch ? (double)m : 1.0;
     aps_set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, times * ar,
                  times * aps_interfered(t, ar, max0(ar - t->dp_overlap * tb)));

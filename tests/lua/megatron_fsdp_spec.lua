@@ -118,10 +118,7 @@ describe("Megatron-FSDP", function()
 
   it("refuses what Megatron-LM refuses, with the reason", function()
     local ctx = core.context(llama8b(), node8(), training())
-    local r = ctx:estimate { fsdp_degree = 4, dp_degree = 2, micro_batch_size = 1 }
-    assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)
-    assert.truthy(r.message:find("--num-distributed-optimizer-instances", 1, true))
-    r = ctx:estimate { fsdp_degree = 8, reshard_after_forward = false, micro_batch_size = 1 }
+    local r = ctx:estimate { fsdp_degree = 8, reshard_after_forward = false, micro_batch_size = 1 }
     assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)
     assert.truthy(r.message:find("optim_grads", 1, true))
     r = ctx:estimate { dp_degree = 8, zero_stage = 3, micro_batch_size = 1 }
@@ -144,6 +141,53 @@ describe("Megatron-FSDP", function()
       suggested_communication_unit_size = 4e8 }))
     assert.is_false(ok)
     assert.truthy(tostring(err):find("fsdp_impl = megatron_fsdp only", 1, true))
+  end)
+
+  it("runs HSDP as distributed-optimizer instances: states over one instance, one all-reduce a step", function()
+    local two = { device = "h100-sxm-80gb", num_devices = 16, devices_per_node = 8 }
+    local e = core.context(llama8b(), two, training()):estimate { fsdp_degree = 8, dp_degree = 2,
+      micro_batch_size = 1 }
+    assert.is_nil(e.reason, e.message)
+    -- every instance of 8 ranks shards as Megatron-FSDP does alone (parallel_state.py:922-1000)
+    assert.is_true(close(BF16 * PSI / 8, e.memory_breakdown.params))
+    assert.is_true(close(12 * PSI / 8, e.memory_breakdown.optimizer_states))
+    -- the bf16 gradient shard all-reduced across the 2 instances (one rank per node: the NIC)
+    -- once a step, on the last micro-batch (megatron_fsdp.py:776-786): 2 (n - 1) / n of the
+    -- bytes and 2 (n - 1) hops
+    local dev = core.device_preset("h100-sxm-80gb")
+    local bw = dev.inter_node_bandwidth * dev.collective_efficiency
+    local ar = 2 * 1 / 2 * BF16 * PSI / 8 / bw + 2 * dev.inter_node_latency
+    assert.is_true(close(ar, e.performance_breakdown.hsdp_replicate_sync.total),
+      ("%.6f vs %.6f"):format(ar, e.performance_breakdown.hsdp_replicate_sync.total))
+    -- TorchTitan's FSDP2 all-reduces after each of the 64 / 16 = 4 micro-batches
+    local t2 = training({ framework = "fsdp2" })
+    t2.fsdp_impl = nil
+    local tt = core.context(llama8b(), two, t2):estimate { fsdp_degree = 8, dp_degree = 2, micro_batch_size = 1 }
+    assert.is_true(close(4 * ar, tt.performance_breakdown.hsdp_replicate_sync.total))
+    -- --use-torch-fsdp2 shards over the whole data-parallel group: no HSDP
+    local r = core.context(llama8b(), two, training({ fsdp_impl = "torch_fsdp2" }))
+      :estimate { fsdp_degree = 8, dp_degree = 2, micro_batch_size = 1 }
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)
+  end)
+
+  it("shards HSDP's experts over one instance's expert-data-parallel ranks, and refuses them split", function()
+    local moe = llama8b()
+    moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = 8, 2, 1024
+    local sixteen = { device = "h100-sxm-80gb", num_devices = 16, devices_per_node = 8 }
+    local ctx = core.context(moe, sixteen, training())
+    local e = ctx:estimate { fsdp_degree = 8, dp_degree = 2, ep_degree = 2, micro_batch_size = 1 }
+    assert.is_nil(e.reason, e.message)
+    -- 4 local experts of 3 h f per layer; the rest: attention, the router (8 h), two norms
+    -- per layer, embedding, output layer and final norm
+    local experts = 32 * 4 * 3 * h * 1024
+    local dense = 32 * (h * (a * d + 2 * k * d) + a * d * h + 8 * h + 2 * h) + OUTSIDE
+    -- expert-data-parallel 16 / 2 = 8 ranks, 4 in an instance (parallel_state.py:1447-1452)
+    assert.is_true(close(12 * (dense / 8 + experts / 4), e.memory_breakdown.optimizer_states),
+      ("%.0f vs %.0f"):format(12 * (dense / 8 + experts / 4), e.memory_breakdown.optimizer_states))
+    -- 16 / 4 = 4 expert-data-parallel ranks do not split into 8 instances
+    local r = ctx:estimate { fsdp_degree = 2, dp_degree = 8, ep_degree = 4, micro_batch_size = 1 }
+    assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)
+    assert.truthy(r.message:find("--num-distributed-optimizer-instances 8", 1, true), r.message)
   end)
 
   it("runs what only --use-torch-fsdp2 refuses: pipelines, tied embeddings", function()

@@ -29,7 +29,8 @@
 --   --torch-fsdp2-no-reshard-after-forward; ZeRO-2 over plain data
 --   parallelism is refused by the core, aps_check_framework); HSDP (dp > 1 and fsdp > 1) is NOT EXPRESSIBLE; with
 --   training.fsdp_impl = "megatron_fsdp" instead --use-megatron-fsdp with
---   --data-parallel-sharding-strategy optim_grads_params (fsdp_degree > 1)
+--   --data-parallel-sharding-strategy optim_grads_params (fsdp_degree > 1;
+--   HSDP: --num-distributed-optimizer-instances dp_degree)
 --   or optim_grads (zero_stage 2), --ckpt-format fsdp_dtensor
 -- * layer_recompute: selective -> --recompute-granularity selective
 --   (Megatron's default module, core_attn, is apsearch's selective), with
@@ -624,14 +625,19 @@ function M.render(c)
       "TransformerEngine >= 2.10 (mcore_fsdp_adapter.py); on an older one add --no-gradient-accumulation-fusion")
     fsdp = true
   end
-  if mfsdp and R == 1 and (S > 1 or z == 3) then
+  if mfsdp and (S > 1 or z == 3) then
     megatron_fsdp("optim_grads_params")
+    -- HSDP: dp_degree distributed-optimizer instances of fsdp_degree x cp
+    -- ranks each, the gradient shard all-reduced across them
+    -- (mcore_fsdp_adapter.py:343-430, parallel_state.py:922-1000 @ d98e8a64)
+    if R > 1 and S > 1 then A("--num-distributed-optimizer-instances", R) end
   elseif mfsdp and S == 1 and z == 2 then
     megatron_fsdp("optim_grads")
   elseif R > 1 and S > 1 then
     N("NOT EXPRESSIBLE in Megatron-LM", string.format(
-      "HSDP (dp_degree=%d replicas x fsdp_degree=%d shards): no Megatron-LM flag shards over " ..
-      "part of the data-parallel group and replicates over the rest; no data-parallel sharding flag written", R, S))
+      "HSDP (dp_degree=%d replicas x fsdp_degree=%d shards) with --use-torch-fsdp2, which shards over " ..
+      "the whole data-parallel group (Megatron-FSDP runs it: training.fsdp_impl = \"megatron_fsdp\"); " ..
+      "no data-parallel sharding flag written", R, S))
   elseif S > 1 or z == 3 then
     fsdp2()
     if (S > 1 and r.reshard_after_forward == false) then A("--torch-fsdp2-no-reshard-after-forward") end

@@ -35,6 +35,7 @@ M.megatron = {
     "--torch-fsdp2-no-reshard-after-forward", "--no-overlap-p2p-communication",
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
     "--suggested-communication-unit-size", "--fsdp-double-buffer",
+    "--num-distributed-optimizer-instances",
     -- _add_training_args (--no-gradient-accumulation-fusion), TrainingConfig
     -- ckpt_format (megatron/training/config/training_config.py); _add_network_size_args
     "--no-gradient-accumulation-fusion", "--ckpt-format", "--window-size",
@@ -285,6 +286,8 @@ M.megatron.facts = {
   ["--data-parallel-sharding-strategy"] = { type = "string",
     values = set({ "no_shard", "optim", "optim_grads", "optim_grads_params" }) },
   ["--suggested-communication-unit-size"] = { type = "int", min = 1 },
+  ["--num-distributed-optimizer-instances"] = { type = "int", min = 1,
+    constraint = "divides data-parallel size x context-parallel size and the expert-data-parallel size" },
   ["--megatron-fsdp-main-grads-dtype"] = { type = "string", values = set({ "fp32", "bf16", "fp16", "auto" }) },
   ["--cuda-graph-impl"] = { type = "string", values = set({ "none", "local", "transformer_engine", "full_iteration" }) },
   -- nargs '+' of CudaGraphModule (arguments.py _add_training_args @ d98e8a64)

@@ -1295,6 +1295,14 @@ typedef struct {
                                         which caps the prefetch and the
                                         reduce queue at two layers;
                                         default off */
+    int64_t distributed_optimizer_instances; /**< Megatron's --num-
+                                        distributed-optimizer-instances
+                                        with the distributed optimizer
+                                        (zero_stage 1): copies of the
+                                        optimizer across the data-parallel
+                                        group, each sharded over dp x cp /
+                                        this many consecutive ranks; 0 or 1
+                                        = one */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of

@@ -222,6 +222,8 @@ M.training = {
   ddp_buckets_in_flight = "posint",
   dp_overlap = "fraction", fsdp_overlap = "fraction", tp_overlap = "fraction",
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
+  -- Megatron's partial distributed optimizer (--num-distributed-optimizer-instances)
+  distributed_optimizer_instances = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
   mtp_num_layers = "nonnegint", mtp_repeated_layer = "bool",
   -- DeepSeek Sparse Attention: the indexer trained with its sparse KL loss

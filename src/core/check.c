@@ -507,6 +507,49 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     return aps_check_bf16_layers(m, t, s, msg, n);
 }
 
+/**
+ * Megatron's partial distributed optimizer (training.distributed_
+ * optimizer_instances = I > 1, --num-distributed-optimizer-instances) at
+ * Megatron-LM d98e8a64: it needs the distributed optimizer
+ * ("Partial DistOpt cannot be used without DistOpt",
+ * distributed_data_parallel.py:357-360), dp x cp and the expert-data-
+ * parallel ranks divisible by I (parallel_state.py:922-926, 1447-1449);
+ * apsearch takes it beside zero_stage 1 without FSDP (Megatron-FSDP's
+ * HSDP is dp_degree x fsdp_degree). FRAMEWORK_UNSUPPORTED with the
+ * reason in msg, else APS_REASON_NONE.
+ */
+static aps_reason check_dist_opt_instances(const aps_training *t,
+                                           const aps_strategy *s, char *msg,
+                                           size_t n)
+{
+    int64_t I = t->distributed_optimizer_instances;
+    if (I <= 1)
+        return APS_REASON_NONE;
+    if (s->zero_stage != 1 || s->fsdp_degree > 1) {
+        aps_fmt(msg, n, "megatron: training.distributed_optimizer_instances = "
+                "%lld needs the distributed optimizer (zero_stage 1, no "
+                "fsdp_degree; got zero_stage %lld, fsdp_degree %lld): "
+                "\"Partial DistOpt cannot be used without DistOpt\" "
+                "(distributed_data_parallel.py)%s", (long long)I,
+                (long long)s->zero_stage, (long long)s->fsdp_degree,
+                s->fsdp_degree > 1 ? "; Megatron-FSDP's HSDP is dp_degree x "
+                "fsdp_degree" : "");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    int64_t dpc = s->dp_degree * s->cp_degree, edp = aps_moe_edp(s);
+    if (dpc % I != 0 || edp % I != 0) {
+        aps_fmt(msg, n, "megatron: training.distributed_optimizer_instances = "
+                "%lld does not divide %s (%lld): \"%s parallel size should "
+                "be divisible by partial DistOpt shard factor\" "
+                "(parallel_state.py)", (long long)I,
+                dpc % I != 0 ? "dp_degree x cp_degree" : "the expert-data-"
+                "parallel ranks", (long long)(dpc % I != 0 ? dpc : edp),
+                dpc % I != 0 ? "Data" : "Expert data");
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
+}
+
 aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                                char *msg, size_t n)
 {
@@ -539,6 +582,11 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
                     s->zero_stage == 2 ? "; fsdp_impl = megatron_fsdp "
                     "runs ZeRO-2 as optim_grads" : "");
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
+        }
+        {
+            aps_reason r = check_dist_opt_instances(t, s, msg, n);
+            if (r != APS_REASON_NONE)
+                return r;
         }
         /* --overlap-moe-expert-parallel-comm does not run with full
          * recompute (TransformerConfig __post_init__, Megatron-LM b0cc2706

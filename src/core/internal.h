@@ -1407,7 +1407,9 @@ double aps_gathered_param_bytes(const aps_training *t, double gathered,
 /** Data-parallel sharding plan derived from (R, S, c, zero_stage). */
 typedef struct {
     int64_t shard_group;    /**< ranks model states are sharded over */
-    int64_t replicate;      /**< HSDP replicate degree R (1 otherwise) */
+    int64_t replicate;      /**< HSDP replicate degree R, the instances
+                                 of Megatron's partial distributed
+                                 optimizer (1 otherwise) */
     int64_t dp_group;       /**< ranks gradients are synchronised over */
     bool fsdp_like;         /**< weights sharded: gathered every micro-batch */
     double grad_reduce;     /**< bytes per gradient element reduced */
@@ -2003,7 +2005,8 @@ int64_t aps_moe_edp(const aps_strategy *s);
 /** Ranks each routed expert's weights, gradients and optimizer states
  *  are sharded over: aps_moe_edp, divided by the replicas of an HSDP plan
  *  under a profile with experts_replicated (TorchTitan's efsdp mesh
- *  leaves dp_replicate out) or under Megatron-FSDP (one instance's
+ *  leaves dp_replicate out) or under Megatron-FSDP, and by the instances
+ *  of Megatron's partial distributed optimizer (one instance's
  *  expert-data-parallel ranks; moe.c). */
 int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
                              const aps_dp_plan *plan);

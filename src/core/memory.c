@@ -327,9 +327,14 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
         plan->fsdp_like = true;
         by->shard_weights = by->shard_grads = by->shard_optimizer = 1;
     } else {
-        int64_t z = s->zero_stage;
-        plan->shard_group = R * c;
-        plan->replicate = 1;
+        int64_t z = s->zero_stage, I = t->distributed_optimizer_instances;
+        /* Megatron's partial distributed optimizer: I instances of R c / I
+         * consecutive ranks, each sharding the optimizer (parallel_state.py
+         * :922-1000 @ d98e8a64; check.c checks I divides R c) */
+        if (z != 1 || I < 1 || (R * c) % I != 0)
+            I = 1;
+        plan->shard_group = R * c / I;
+        plan->replicate = I;
         plan->dp_group = R * c;
         plan->fsdp_like = z >= 3 && R * c > 1;
         by->shard_optimizer = z >= 1;
@@ -437,6 +442,14 @@ static double nccl_bytes(const aps_model *m, const aps_cluster *c,
     if (plan->fsdp_like && plan->replicate > 1)
         b += comm_bytes(c, plan->replicate,
                         group_local(plan->replicate, tp * plan->dp_group, G));
+    /* the partial distributed optimizer's intra- and inter-instance groups
+     * beside the whole one (parallel_state.py:984-1000) */
+    if (!plan->fsdp_like && plan->replicate > 1) {
+        int64_t S = plan->shard_group;
+        b += comm_bytes(c, S, group_local(S, tp, G));
+        b += comm_bytes(c, plan->replicate,
+                        group_local(plan->replicate, tp * S, G));
+    }
     int64_t ep = aps_moe_ep(s);
     if (ep > 1)                                        /* expert parallel */
         b += comm_bytes(c, ep, group_local(ep, tp * cp, G));

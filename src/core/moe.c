@@ -155,8 +155,11 @@ int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
     bool replicated = aps_profile(t)->experts_replicated ||
                       experts_in_layer_unit(t) ||
                       plan->mfsdp != APS_MFSDP_NONE;
-    if (replicated && plan->fsdp_like &&
-        plan->replicate > 1 && edp % plan->replicate == 0)
+    /* Megatron's partial distributed optimizer: the intra-partial expert
+     * group (parallel_state.py:1447-1452), plan->replicate instances */
+    if (!plan->fsdp_like)
+        replicated = true;
+    if (replicated && plan->replicate > 1 && edp % plan->replicate == 0)
         return edp / plan->replicate;
     return edp;
 }

@@ -145,7 +145,10 @@ static void largest_stage(const aps_model *m, const aps_layout *lay,
 /** DP_GRAD_SYNC without weight sharding over plan->dp_group ranks: an
  *  all-reduce of the gradients of psi parameters, or with ZeRO-1/2 a
  *  reduce-scatter and an all-gather of the updated parameters (matmul of
- *  them in linear layers); tf, tb hide them. */
+ *  them in linear layers) over the sharding group, and under Megatron's
+ *  partial distributed optimizer (plan->replicate instances) an all-reduce
+ *  of the gradient shard across the instances (param_and_grad_buffer.py
+ *  :725-760, 810-840 @ d98e8a64); tf, tb hide them. */
 static void dp_sync(const aps_cluster *c, const aps_training *t,
                     const aps_strategy *s, const aps_dp_plan *plan,
                     int64_t m, double psi, double matmul, double tf,
@@ -154,14 +157,20 @@ static void dp_sync(const aps_cluster *c, const aps_training *t,
     const aps_state_bytes *by = &plan->bytes;
     double mb = (double)m;
     double bw, alpha;
-    dp_group_link(c, t, s->tp_degree, plan->dp_group, &bw, &alpha);
+    int64_t S = plan->shard_group; /* dp_group but for partial DistOpt */
+    dp_group_link(c, t, s->tp_degree, S, &bw, &alpha);
     double grads = plan->grad_reduce * psi;
     double sync, gather = 0.0, times = 1.0;
     if (by->shard_optimizer) { /* ZeRO-1/2: reduce-scatter, gather */
-        sync = aps_reducescatter_time(plan->dp_group, grads, bw, alpha);
+        sync = aps_reducescatter_time(S, grads, bw, alpha);
         gather = aps_allgather_time(
-            plan->dp_group, aps_recipe_gather_bytes(t, psi, matmul), bw,
-            alpha);
+            S, aps_recipe_gather_bytes(t, psi, matmul), bw, alpha);
+        if (plan->replicate > 1) {
+            dp_group_link(c, t, s->tp_degree * S, plan->replicate, &bw,
+                          &alpha);
+            sync += aps_allreduce_time(plan->replicate, grads / (double)S,
+                                       bw, alpha);
+        }
         /* ZeRO-2 keeps only its gradient shard, so it reduce-scatters
          * after every micro-batch's backward, not once per step
          * (Rajbhandari et al. 2020 s.5.2; deepspeedai/DeepSpeed#2252) */

@@ -224,6 +224,21 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 "mtp_num_layers (no MTP depth to repeat)");
         return APS_EINVAL;
     }
+    if (t->distributed_optimizer_instances < 0 ||
+        t->distributed_optimizer_instances > APS_MAX_DEGREE) {
+        aps_fmt(err, n, "training.distributed_optimizer_instances: must be 0 "
+                "(one) or in [1, %lld] (got %lld)", (long long)APS_MAX_DEGREE,
+                (long long)t->distributed_optimizer_instances);
+        return APS_EINVAL;
+    }
+    if (t->distributed_optimizer_instances > 1 &&
+        t->framework != APS_FW_MEGATRON) {
+        aps_fmt(err, n, "training.distributed_optimizer_instances: Megatron-"
+                "LM's --num-distributed-optimizer-instances (got %lld with "
+                "framework %s)", (long long)t->distributed_optimizer_instances,
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
     if (t->dp_collective_rails < 0 || t->dp_collective_rails > 64) {
         aps_fmt(err, n, "training.dp_collective_rails: must be 0 (the "
                 "framework's default) or in [1, 64] (got %lld)",

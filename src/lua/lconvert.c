@@ -501,6 +501,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, pp_p2p_overlap, FT_NUM, NULL),
     FLD(aps_training, overlap_interference, FT_NUM, NULL),
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
+    FLD(aps_training, distributed_optimizer_instances, FT_INT, NULL),
     FLD(aps_training, fsdp_impl, FT_ENUM, &enum_fsdp_impl),
     FLD(aps_training, suggested_communication_unit_size, FT_NUM, NULL),
     FLD(aps_training, fsdp_double_buffer, FT_BOOL, NULL),

@@ -1470,6 +1470,16 @@ describe("launch configs", function()
     _, v = parse_megatron(check_all(r)[1].megatron.text)
     assert.are.equal("optim_grads_params", v["--data-parallel-sharding-strategy"])
     assert.are.equal("2", v["--num-distributed-optimizer-instances"])
+    -- the partial distributed optimizer without FSDP: training.distributed_optimizer_instances
+    local partial = h100_8b({ distributed_optimizer_instances = 2 })
+    partial.training.fsdp_impl = nil
+    partial.cluster.nodes = 2
+    r, est = estimated(partial, { dp_degree = 16, zero_stage = 1, micro_batch_size = 1, layer_recompute = "full" })
+    assert.is_nil(est.reason, est.message)
+    _, v = parse_megatron(check_all(r)[1].megatron.text)
+    assert.is_true(v["--use-distributed-optimizer"])
+    assert.is_nil(v["--use-megatron-fsdp"])
+    assert.are.equal("2", v["--num-distributed-optimizer-instances"])
   end)
 
   it("write the recipe: mxfp8, fp8 param gather, bf16 grad reduce, TP overlap, embedding/loss split", function()

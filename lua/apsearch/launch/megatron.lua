@@ -644,6 +644,9 @@ function M.render(c)
   elseif z == 1 then
     A("--use-distributed-optimizer")
     if reduced and overlap then A("--overlap-grad-reduce") A("--overlap-param-gather") end
+    -- the partial distributed optimizer (distributed_data_parallel.py:357-368 @ d98e8a64)
+    local inst = tr.distributed_optimizer_instances or 0
+    if inst > 1 then A("--num-distributed-optimizer-instances", inst) end
   elseif reduced and overlap then
     A("--overlap-grad-reduce")
   end

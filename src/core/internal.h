@@ -1391,8 +1391,8 @@ aps_mfsdp_sharding aps_mfsdp_sharding_of(const aps_training *t,
 
 /** What Megatron-LM refuses, or apsearch does not estimate, of Megatron-
  *  FSDP with (t, s) (HSDP whose expert-data-parallel ranks do not split
- *  into its instances, no reshard after forward, the MoE combined 1F1B
- *  under interleaving): FRAMEWORK_UNSUPPORTED with the reason in msg
+ *  into its instances, no reshard after forward, pipelines):
+ *  FRAMEWORK_UNSUPPORTED with the reason in msg
  *  (n bytes), else APS_REASON_NONE. */
 aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
                            char *msg, size_t n);

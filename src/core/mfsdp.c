@@ -183,17 +183,17 @@ aps_reason aps_mfsdp_check(const aps_training *t, const aps_strategy *s,
                 "dp_degree (optim_grads)", (long long)s->fsdp_degree);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
-    /* combined_1f1b.py:205-214: the combined 1F1B schedule of
-     * --overlap-moe-expert-parallel-comm, which needs interleaving under
-     * PP (moe.c), asserts no Megatron-FSDP module in an interleaved
-     * pipeline */
-    if (t->overlap_moe_expert_parallel_comm && s->vpp_degree > 1 &&
-        aps_mfsdp_sharding_of(t, s) != APS_MFSDP_NONE) {
-        aps_fmt(msg, n, "megatron: overlap_moe_expert_parallel_comm with "
-                "Megatron-FSDP and vpp_degree = %lld: \"EP overlap 1F1B with "
-                "FSDP is not supported for interleaved pipeline parallelism\" "
-                "(megatron/core/pipeline_parallel/combined_1f1b.py)",
-                (long long)s->vpp_degree);
+    /* adapter.py:751-832: _get_dp_tp_mesh and _get_hsdp_tp_mesh lay
+     * torch.arange(world_size) out as (dp_cp ep tp), the pipeline ranks
+     * left out, so with PP every rank's einops.rearrange fails at start-up
+     * ("Shape mismatch"); no functional test runs it with PP */
+    if (s->pp_degree > 1 && aps_mfsdp_sharding_of(t, s) != APS_MFSDP_NONE) {
+        aps_fmt(msg, n, "megatron: Megatron-FSDP with pp_degree = %lld: its "
+                "adapter lays the whole world out as (dp_cp ep tp) without "
+                "the pipeline ranks (mcore_fsdp_adapter.py _get_dp_tp_mesh), "
+                "and every rank fails building the mesh at start-up; use "
+                "pp_degree 1, or zero_stage 1 (the distributed optimizer) "
+                "with pipelines", (long long)s->pp_degree);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
     /* mcore_fsdp_adapter.py:182-187 @ d98e8a64: the 1F1B overlap with

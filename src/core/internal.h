@@ -724,6 +724,19 @@ typedef struct {
     double stash_row_bytes; /**< stashed bytes per B row, 0 unstashed */
 } aps_moe_cost;
 
+/** The parameters of pipeline rank i's MoE layers beyond the model's mean
+ *  dense layer, per TP rank (aps_moe_stage_params): what the rank holds
+ *  of them (not the MTP depths that run another depth's weights). */
+typedef struct {
+    double moe_layers;      /**< MoE layers whose weights the rank holds */
+    double psi, matmul;     /**< non-expert difference: router, shared
+                                 expert, MLA less the dense FFN and GQA;
+                                 of which in linear layers */
+    double experts, expert_matmul; /**< the routed experts on the rank */
+    double unit, unit_matmul; /**< one MoE layer's difference, experts
+                                   included (an FSDP unit's growth) */
+} aps_moe_held;
+
 /** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
 typedef struct {
     double moe_layers;      /**< MoE layers on the rank */
@@ -1423,11 +1436,12 @@ void aps_dp_plan_build(const aps_training *t, const aps_strategy *s,
 /** Megatron-FSDP's buffers on rank i, bytes (aps_stage_memory's
  *  comm_buffers_fsdp): the unsharded parameters of the units in flight
  *  and of the modules outside units, and the unsharded gradient buckets
- *  queued for reduce-scatter; psi = the rank's parameters.  Source and
- *  formula: mfsdp.c. */
+ *  queued for reduce-scatter; psi = the rank's parameters as the dense
+ *  model counts them, held = its MoE layers' (an MoE layer's unit holds
+ *  its local experts).  Source and formula: mfsdp.c. */
 double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
                          const aps_layout *lay, const aps_dp_plan *plan,
-                         int64_t i, double psi);
+                         const aps_moe_held *held, int64_t i, double psi);
 
 /* ---- layerprog.c: the kernels a layer launches and the host's time ---- */
 
@@ -1955,14 +1969,15 @@ void aps_balance_layout(const aps_model *m, const aps_cluster *c,
 /** FSDP / ZeRO-3 parameter all-gathers and gradient reduce-scatters of
  *  one micro-batch on rank i into st (ag_*, rs_*, fsdp_exposed_*), hidden
  *  behind training.fsdp_overlap of st's compute; first / last: the rank
- *  holds the embedding / the output layer as FSDP units of their own.
- *  Needs st's comp_fwd, comp_bwd and recompute; nothing when the plan
- *  does not shard weights. */
+ *  holds the embedding / the output layer as FSDP units of their own; mc
+ *  the layer's MoE costs (the MoE layers' parameters, the routed experts
+ *  over their own shard group).  Needs st's comp_fwd, comp_bwd and
+ *  recompute; nothing when the plan does not shard weights. */
 void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
                           const aps_training *t, const aps_strategy *s,
                           const aps_layout *lay, const aps_dp_plan *plan,
-                          int64_t i, bool first, bool last,
-                          aps_stage_time *st);
+                          const aps_moe_cost *mc, int64_t i, bool first,
+                          bool last, aps_stage_time *st);
 
 /** The once-per-step terms of data parallelism and the optimizer on the
  *  rank holding the most parameters (out->stages[0 .. p-1]): DP gradient
@@ -2022,6 +2037,11 @@ double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);
 double aps_moe_flex_remote_domains(const aps_model *m, double E, double K,
                                    double domains);
 /** MoE layers among pipeline rank i's layers as laid out. */
+/** Fill out with what pipeline rank i holds of its MoE layers' parameters
+ *  (aps_moe_held; zeros for a dense model), mc the layer's MoE costs. */
+void aps_moe_stage_params(const aps_model *m, const aps_layout *lay,
+                          const aps_moe_cost *mc, int64_t i,
+                          aps_moe_held *out);
 int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
                                  int64_t i);
 /** Megatron's --recompute-modules: known bits; under selective recompute

@@ -790,8 +790,8 @@ static double kv_gather_buffer(const aps_model *m, const aps_layout *lay)
  *  cp_buffers. */
 static void comm_buffers(const aps_model *m, const aps_training *t,
                          const aps_strategy *s, const aps_layout *lay,
-                         const aps_dp_plan *plan, int64_t i, double psi,
-                         double *mem)
+                         const aps_dp_plan *plan, const aps_moe_held *held,
+                         int64_t i, double psi, double *mem)
 {
     double A = APS_ACT_BYTES;
     double sl = (double)lay->s_local, b = (double)lay->b;
@@ -800,7 +800,8 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
     mem[APS_MEM_COMM_TP] =
         fmax(mem[APS_MEM_COMM_TP], kv_gather_buffer(m, lay));
     if (plan->mfsdp != APS_MFSDP_NONE)
-        mem[APS_MEM_COMM_FSDP] = aps_mfsdp_buffers(m, t, lay, plan, i, psi);
+        mem[APS_MEM_COMM_FSDP] =
+            aps_mfsdp_buffers(m, t, lay, plan, held, i, psi);
     else if (plan->fsdp_like)
         mem[APS_MEM_COMM_FSDP] = fsdp_buffers(m, t, s, lay, plan, i, psi);
     else if (plan->dp_group > 1)
@@ -931,7 +932,9 @@ void aps_stage_memory(const aps_model *m, const aps_cluster *c,
                                full_graph_inputs(t, s, lay, i);
     if (i == aps_layout_last_rank(lay))
         mem[APS_MEM_LOGITS_LOSS] = logits_loss_bytes(m, t, lay);
-    comm_buffers(m, t, s, lay, plan, i, psi, mem);
+    aps_moe_held held; /* an MoE layer's Megatron-FSDP unit */
+    aps_moe_stage_params(m, lay, &lc->moe, i, &held);
+    comm_buffers(m, t, s, lay, plan, &held, i, psi, mem);
     aps_moe_stage_memory(m, t, s, lay, plan, &lc->moe, i, kept_inflight, st);
     mem[APS_MEM_WORKSPACES] = te_workspaces(m, c, t, s, lay);
 

@@ -125,11 +125,22 @@ static double reducing_elems(double U, double u, double psi)
 
 double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
                          const aps_layout *lay, const aps_dp_plan *plan,
-                         int64_t i, double psi)
+                         const aps_moe_held *held, int64_t i, double psi)
 {
     double u = aps_largest_layer_params(m, lay, i);
-    double U = comm_unit(t, plan->mfsdp, u);
+    double um = aps_stage_layer_matmul_params(m, lay, i) / (double)lay->t;
     double layers = (double)aps_layout_run_layers(lay, i);
+    /* an MoE layer's unit: its router, shared expert and local experts
+     * (gathered over the expert-data-parallel group) in place of the
+     * dense FFN (adapter.py:166-173, 398-430); the largest unit where
+     * dense layers share the rank */
+    if (held->moe_layers > 0 &&
+        (held->unit > 0 || held->moe_layers >= layers)) {
+        u += held->unit;
+        um += held->unit_matmul;
+    }
+    psi += held->psi + held->experts;
+    double U = comm_unit(t, plan->mfsdp, u);
     double outside = aps_stage_nonunit_params(m, lay, i);
     double pool = layers < APS_MFSDP_DOUBLE_BUFFER_UNITS
                       ? layers : APS_MFSDP_DOUBLE_BUFFER_UNITS;
@@ -147,8 +158,7 @@ double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
     /* linear weights: the units' (the output layer is not a TE GEMM);
      * their quantized copies counted for every gathered unit, an upper
      * bound: a prefetched unit is quantized when it runs */
-    double gm = units * aps_stage_layer_matmul_params(m, lay, i) /
-                (double)lay->t;
+    double gm = units * um;
     return bytes + aps_gathered_param_bytes(t, gathered, gm < gathered ? gm
                                                                       : gathered);
 }

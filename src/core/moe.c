@@ -1340,6 +1340,32 @@ static double moe_stash_memory(const aps_model *m, const aps_training *t,
            mc->static_rows * mc->stash_row_bytes;
 }
 
+void aps_moe_stage_params(const aps_model *m, const aps_layout *lay,
+                          const aps_moe_cost *mc, int64_t i,
+                          aps_moe_held *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!aps_model_is_moe(m))
+        return;
+    double L = (double)aps_layout_run_layers(lay, i);
+    double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
+    bool delta = aps_model_has_attn_delta(m);
+    /* the layers whose weights the rank holds: not the MTP depths that
+     * run another depth's (training.mtp_repeated_layer) */
+    double shared = (double)aps_layout_mtp_shared_depths(lay, i);
+    double hm = nm - shared * (double)mtp_depth_moe_layers(m);
+    double hl = delta ? L - shared * (double)lay->mtp_depth_layers : 0.0;
+    out->moe_layers = hm;
+    out->psi = hm * mc->dense_params + hl * mc->mla_params;
+    out->matmul = hm * mc->dense_matmul_params + hl * mc->mla_matmul_params;
+    out->experts = hm * mc->expert_params;
+    out->expert_matmul = hm * mc->expert_matmul_params;
+    out->unit = mc->dense_params + mc->expert_params +
+                (delta ? mc->mla_params : 0.0);
+    out->unit_matmul = mc->dense_matmul_params + mc->expert_matmul_params +
+                       (delta ? mc->mla_matmul_params : 0.0);
+}
+
 void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
                           const aps_strategy *s, const aps_layout *lay,
                           const aps_dp_plan *plan, const aps_moe_cost *mc,
@@ -1352,15 +1378,11 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     double rc = (double)aps_layout_run_recompute(lay, i);
     double nm = (double)aps_moe_stage_moe_layers(m, lay, i);
     double nl = aps_model_has_attn_delta(m) ? L : 0.0;
-    /* the layers whose weights the rank holds: not the MTP depths that
-     * run another depth's (training.mtp_repeated_layer) */
-    double shared = (double)aps_layout_mtp_shared_depths(lay, i);
-    double hm = nm - shared * (double)mtp_depth_moe_layers(m);
-    double hl = aps_model_has_attn_delta(m)
-                    ? nl - shared * (double)lay->mtp_depth_layers : 0.0;
+    aps_moe_held held;
+    aps_moe_stage_params(m, lay, mc, i, &held);
+    double hm = held.moe_layers;
     /* non-expert parameters: sharded as the dense ones */
-    double psi = hm * mc->dense_params + hl * mc->mla_params;
-    double matmul = hm * mc->dense_matmul_params + hl * mc->mla_matmul_params;
+    double psi = held.psi, matmul = held.matmul;
     double dm[APS_MEM_COUNT] = {0};
     aps_model_states(t, plan, psi, matmul, dm);
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
@@ -1371,7 +1393,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
      * expert-dp group, megatron/core/distributed; TorchTitan shards the
      * experts over dp_shard x cp x tp / ep: the same size), less the
      * replicas under HSDP (aps_moe_expert_shard) */
-    double pe = hm * mc->expert_params;
+    double pe = held.experts;
     aps_dp_plan eplan = *plan;
     int64_t edp = aps_moe_expert_shard(t, s, plan);
     eplan.shard_group = edp;
@@ -1380,7 +1402,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         eplan.bytes.shard_weights = eplan.bytes.shard_grads =
             eplan.bytes.shard_optimizer = 0;
     double em[APS_MEM_COUNT] = {0};
-    aps_model_states(t, &eplan, pe, hm * mc->expert_matmul_params, em);
+    aps_model_states(t, &eplan, pe, held.expert_matmul, em);
     for (int k = APS_MEM_PARAMS; k <= APS_MEM_OPTIMIZER_STATES; k++)
         st->mem[k] += em[k];
     st->expert_params = pe;
@@ -1412,7 +1434,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
         aps_profile(t)->gather_budget <= 0 && aps_fsdp_holds_stage(t, s, lay))
         st->mem[APS_MEM_COMM_FSDP] += aps_gathered_param_bytes(
             t, psi + (edp > 1 ? pe : 0.0),
-            matmul + (edp > 1 ? hm * mc->expert_matmul_params : 0.0));
+            matmul + (edp > 1 ? held.expert_matmul : 0.0));
     expert_unit_buffers(m, t, s, lay, plan, mc, edp, hm, st);
     /* activations of the layers that keep theirs (not recomputed): the
      * MoE and MLA differences, per_layer_kept = in-flight micro-batches

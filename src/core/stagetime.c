@@ -321,7 +321,8 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
     layer_seconds(lc, &layer_fwd, &layer_bwd);
     stage_offload(m, c, t, s, lay, lc, i, layer_fwd, layer_bwd, st);
     stage_cp(t, s, lay, lc, i, st);
-    aps_fsdp_stage_times(m, c, t, s, lay, plan, i, first, last, st);
+    aps_fsdp_stage_times(m, c, t, s, lay, plan, &lc->moe, i, first, last,
+                         st);
     stage_host(c, lay, lc, &mo, i, layer_fwd, st);
 }
 

@@ -69,11 +69,36 @@ static void fsdp_exposed(const aps_training *t, double units, double ag,
     st->fsdp_exposed_bwd = eb;
 }
 
+/** The routed experts' FSDP collectives of one micro-batch (held: what
+ *  the rank holds of them): their all-gather into *ag and their
+ *  gradients' reduce-scatter into *rs, over the expert shard group
+ *  (aps_moe_expert_shard, etp x ep apart) when FSDP shards them (more
+ *  than one rank): TorchTitan's and AutoModel's fully_shard(experts) on
+ *  the expert mesh, Megatron-FSDP's units over the expert-data-parallel
+ *  group (mcore_fsdp_adapter.py:398-430 @ d98e8a64); grad_bytes per
+ *  reduced element. */
+static void expert_fsdp_times(const aps_cluster *c, const aps_training *t,
+                              const aps_strategy *s, const aps_dp_plan *plan,
+                              const aps_moe_held *held, double grad_bytes,
+                              double *ag, double *rs)
+{
+    int64_t E = aps_moe_expert_shard(t, s, plan);
+    *ag = *rs = 0.0;
+    if (E <= 1 || !(held->experts > 0))
+        return;
+    double bw, alpha;
+    aps_group_link(c, aps_moe_etp(s) * aps_moe_ep(s), E, &bw, &alpha);
+    *ag = aps_allgather_time(
+        E, aps_recipe_gather_bytes(t, held->experts, held->expert_matmul), bw,
+        alpha);
+    *rs = aps_reducescatter_time(E, grad_bytes * held->experts, bw, alpha);
+}
+
 void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
                           const aps_training *t, const aps_strategy *s,
                           const aps_layout *lay, const aps_dp_plan *plan,
-                          int64_t i, bool first, bool last,
-                          aps_stage_time *st)
+                          const aps_moe_cost *mc, int64_t i, bool first,
+                          bool last, aps_stage_time *st)
 {
     if (!plan->fsdp_like)
         return;
@@ -82,8 +107,11 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
     double L = (double)aps_layout_run_layers(lay, i);
     double rc = (double)aps_layout_run_recompute(lay, i);
     dp_group_link(c, t, lay->t, G, &bw, &alpha);
-    double psi = aps_stage_params(m, lay, i);
-    double matmul = aps_stage_matmul_params(m, lay, i);
+    /* the MoE layers' own non-expert parameters, not the dense FFN's */
+    aps_moe_held held;
+    aps_moe_stage_params(m, lay, mc, i, &held);
+    double psi = aps_stage_params(m, lay, i) + held.psi;
+    double matmul = aps_stage_matmul_params(m, lay, i) + held.matmul;
     double ag = aps_allgather_time(G, aps_recipe_gather_bytes(t, psi, matmul),
                                    bw, alpha);
     double ag_b = s->reshard_after_forward ? ag : 0.0;
@@ -120,10 +148,15 @@ void aps_fsdp_stage_times(const aps_model *m, const aps_cluster *c,
                                         m, lay->t,
                                         aps_profile(t)->reuse_distance),
             bw, alpha);
-    double rs = rs_per_mb * aps_reducescatter_time(
-                                G, (deferred ? APS_FP32_BYTES
-                                             : plan->grad_reduce) *
-                                       psi, bw, alpha);
+    double grad_bytes = deferred ? APS_FP32_BYTES : plan->grad_reduce;
+    double rs = rs_per_mb * aps_reducescatter_time(G, grad_bytes * psi, bw,
+                                                   alpha);
+    /* the experts, gathered and reduced as the rest */
+    double ag_e, rs_e;
+    expert_fsdp_times(c, t, s, plan, &held, grad_bytes, &ag_e, &rs_e);
+    ag += per_mb * ag_e;
+    ag_b += s->reshard_after_forward ? ag_e : 0.0;
+    rs += rs_per_mb * rs_e;
     double units = L + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
     fsdp_exposed(t, units, ag, ag_b, rs, st);
 }
@@ -220,8 +253,8 @@ static void hsdp_sync(const aps_cluster *c, const aps_training *t,
  *  for the gather). */
 static void expert_sync(const aps_cluster *c, const aps_training *t,
                         const aps_strategy *s, const aps_dp_plan *plan,
-                        double expert_params, double tf, double tb,
-                        aps_estimate *out)
+                        int64_t m, double expert_params, double tf,
+                        double tb, aps_estimate *out)
 {
     int64_t edp = aps_moe_edp(s), shard = aps_moe_expert_shard(t, s, plan);
     int64_t replicas = edp / shard; /* HSDP's copies of each shard, else 1 */
@@ -235,7 +268,9 @@ static void expert_sync(const aps_cluster *c, const aps_training *t,
         sync = aps_allreduce_time(edp, grads, bw, alpha);
     } else {
         aps_group_link(c, apart, shard, &bw, &alpha);
-        if (shard > 1) {
+        /* FSDP gathers and reduces them every micro-batch
+         * (aps_fsdp_stage_times); ZeRO-1/2 once a step here */
+        if (shard > 1 && !plan->fsdp_like) {
             sync = aps_reducescatter_time(shard, grads, bw, alpha);
             gather = aps_allgather_time(
                 shard,
@@ -243,9 +278,14 @@ static void expert_sync(const aps_cluster *c, const aps_training *t,
                 alpha);
         }
         if (replicas > 1) {
+            /* across HSDP replicas as the dense shard (hsdp_sync): FSDP2
+             * after every micro-batch */
+            double times = plan->fsdp_like &&
+                                   aps_profile(t)->sync_every_microbatch
+                               ? (double)m : 1.0;
             aps_group_link(c, apart * shard, replicas, &bw, &alpha);
-            sync += aps_allreduce_time(replicas, grads / (double)shard, bw,
-                                       alpha);
+            sync += times * aps_allreduce_time(replicas, grads / (double)shard,
+                                               bw, alpha);
         }
     }
     aps_set_perf(out, APS_PERF_DP_GRAD_SYNC,
@@ -300,6 +340,6 @@ void aps_sync_perf(const aps_model *m, const aps_cluster *c,
     for (int64_t i = 0; i < lay->p; i++)
         if (out->stages[i].expert_params > experts)
             experts = out->stages[i].expert_params;
-    expert_sync(c, t, s, plan, experts, tf, tb, out);
+    expert_sync(c, t, s, plan, lay->m, experts, tf, tb, out);
     optimizer_step(c, t, s, plan, psi, experts, out);
 }

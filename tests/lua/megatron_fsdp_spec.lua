@@ -116,6 +116,38 @@ describe("Megatron-FSDP", function()
     assert.is_true(close(m * ring(BF16 * PSI), e.performance_breakdown.fsdp_reducescatter.total, 1e-9))
   end)
 
+  it("holds an MoE layer's experts in its unit: buffers and collectives every micro-batch", function()
+    local moe = llama8b()
+    moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = 8, 2, 1024
+    local e = core.context(moe, node8(), training()):estimate { fsdp_degree = 8, micro_batch_size = 1 }
+    -- a unit: attention and two norms, the router (8 h), the 8 local experts (3 h 1024 each,
+    -- ep 1) in place of the dense FFN (mcore_fsdp_adapter.py:166-173, 398-430)
+    local experts = 8 * 3 * h * 1024
+    local u = UNIT - 3 * h * f + 8 * h + experts
+    -- U = max(1e9, 2 u) = 1e9: the current unit and ceil(5e8 / u) = 4 prefetched, the embedding,
+    -- output layer and final norm kept; the reduce queue floor(1e9 / u) + 2 = 9 units, bf16
+    assert.are.equal(4, math.ceil(5e8 / u))
+    assert.are.equal(7, math.floor(1e9 / u))
+    local want = BF16 * (5 * u + OUTSIDE) + BF16 * 9 * u
+    assert.is_true(close(want, e.memory_breakdown.comm_buffers.fsdp),
+      ("%.0f vs %.0f"):format(want, e.memory_breakdown.comm_buffers.fsdp))
+    -- every micro-batch the units gathered forward and backward, the experts over their own
+    -- expert-data-parallel group (here the same 8 ranks), the rest once per step
+    local dev = core.device_preset("h100-sxm-80gb")
+    local bw = dev.intra_node_bandwidth * dev.collective_efficiency
+    local function ring(bytes) return 7 / 8 * bytes / bw + 7 * dev.intra_node_latency end
+    local m = 64 / 8
+    local layers = 32 * (u - experts)
+    local ag = 2 * m * (ring(BF16 * layers) + ring(BF16 * 32 * experts)) + ring(BF16 * OUTSIDE)
+    assert.is_true(close(ag, e.performance_breakdown.fsdp_allgather.total),
+      ("%.6f vs %.6f"):format(ag, e.performance_breakdown.fsdp_allgather.total))
+    local rs = m * (ring(BF16 * (layers + OUTSIDE)) + ring(BF16 * 32 * experts))
+    assert.is_true(close(rs, e.performance_breakdown.fsdp_reducescatter.total),
+      ("%.6f vs %.6f"):format(rs, e.performance_breakdown.fsdp_reducescatter.total))
+    -- and not again once a step
+    assert.are.equal(0, e.performance_breakdown.dp_grad_sync.total)
+  end)
+
   it("refuses what Megatron-LM refuses, with the reason", function()
     local ctx = core.context(llama8b(), node8(), training())
     local r = ctx:estimate { fsdp_degree = 8, reshard_after_forward = false, micro_batch_size = 1 }

@@ -607,7 +607,7 @@ local function longrope(m, cfg, rs, file, where)
     end
     for i = 1, #v do
       if not (v[i] > 0 and v[i] < math.huge) then
-        util.fail(where, k .. "[" .. i .. "]", "expected a finite number > 0", v[i])
+        util.fail(where, k .. "[" .. (i - 1) .. "]", "expected a finite number > 0", v[i])
       end
     end
   end
@@ -1330,7 +1330,7 @@ local function layer_list(cfg, key, L, file)
   for i = 1, #v do
     local x = v[i]
     if not util.is_integer(x) or x < 0 or x >= L then
-      util.fail(file, key .. "[" .. i .. "]", "expected a layer index in [0, " .. L .. ")", x)
+      util.fail(file, key .. "[" .. (i - 1) .. "]", "expected a layer index in [0, " .. L .. ")", x)
     end
     x = math.tointeger(x)
     if not seen[x] then seen[x] = true out[#out + 1] = x end
@@ -2096,7 +2096,7 @@ local function layer_type_count(v, L, file, kinds, names)
   for i = 1, L do
     local restricted = kinds[v[i]]
     if restricted == nil then
-      util.fail(file, "layer_types[" .. i .. "]", ('expected "%s" or "%s"'):format(names[1], names[2]), v[i])
+      util.fail(file, "layer_types[" .. (i - 1) .. "]", ('expected "%s" or "%s"'):format(names[1], names[2]), v[i])
     end
     if restricted then n = n + 1 end
   end
@@ -3218,7 +3218,7 @@ local function minimax_attention_types(v, L, file)
   for i = 1, L do
     if v[i] ~= 1 then
       error(("NotImplemented: %s: attn_type_list[%d]: only softmax attention (1) is modelled; 0 is " ..
-        "lightning (linear) attention (got %s)"):format(file, i, util.describe(v[i])), 0)
+        "lightning (linear) attention (got %s)"):format(file, i - 1, util.describe(v[i])), 0)
     end
   end
 end
@@ -3300,7 +3300,7 @@ local function minimax_layer_kinds(cfg, L, file)
     local p = {}
     for i = 1, L do
       p[i] = map(v[i])
-      if not p[i] then util.fail(file, key .. "[" .. i .. "]", "expected " .. map(nil), v[i]) end
+      if not p[i] then util.fail(file, key .. "[" .. (i - 1) .. "]", "expected " .. map(nil), v[i]) end
     end
     return table.concat(p)
   end
@@ -3551,7 +3551,7 @@ local function mlp_layer_types_dense(m, cfg, file, first, fk_checked, class)
     end
     for i = 1, L do
       if v[i] ~= "dense" and v[i] ~= "sparse" then
-        util.fail(file, "mlp_layer_types[" .. i .. "]", 'expected "dense" or "sparse"', v[i])
+        util.fail(file, "mlp_layer_types[" .. (i - 1) .. "]", 'expected "dense" or "sparse"', v[i])
       end
       if v[i] == "dense" then dense[#dense + 1] = i - 1 end
     end
@@ -3973,7 +3973,7 @@ local function topk_sharing(m, cfg, file)
       util.fail(file, "indexer_types", ("expected a list of %d entries \"full\" or \"shared\""):format(L), types)
     end
     for i, v in ipairs(types) do
-      if v ~= "full" and v ~= "shared" then util.fail(file, ("indexer_types[%d]"):format(i), 'expected "full" or "shared"', v) end
+      if v ~= "full" and v ~= "shared" then util.fail(file, ("indexer_types[%d]"):format(i - 1), 'expected "full" or "shared"', v) end
     end
   end
   local shares = count(cfg, "index_topk_freq", 1, file) > 1
@@ -3991,7 +3991,7 @@ local function topk_sharing(m, cfg, file)
   for i, v in ipairs(type(types) == "table" and types or {}) do
     if (v == "full") ~= M.dsa_computes_topk(i - 1, freq, offset) then
       error(("NotImplemented: %s: indexer_types[%d]: %s differs from the schedule of index_topk_freq = %d and " ..
-        "index_skip_topk_offset = %d, the only one Megatron-Core expresses (got %s)"):format(file, i,
+        "index_skip_topk_offset = %d, the only one Megatron-Core expresses (got %s)"):format(file, i - 1,
         util.describe(v), freq, offset, util.describe(v)), 0)
     end
   end
@@ -4490,7 +4490,7 @@ local function llama4_rope_layers(r, cfg, L, file)
     for i = 1, L do
       local x = v[i]
       if x ~= 0 and x ~= 1 and type(x) ~= "boolean" then
-        util.fail(file, "no_rope_layers[" .. i .. "]", "expected 1 (RoPE) or 0 (NoPE)", x)
+        util.fail(file, "no_rope_layers[" .. (i - 1) .. "]", "expected 1 (RoPE) or 0 (NoPE)", x)
       end
       rope[i] = x == 1 or x == true
     end
@@ -4738,7 +4738,7 @@ local function block_type_chars(list, file, key)
   end
   local chars = {}
   for i, t in ipairs(list) do
-    chars[i] = M.HYBRID_BLOCK_TYPES[t] or util.fail(file, key .. "[" .. i .. "]", "expected mamba, attention, " ..
+    chars[i] = M.HYBRID_BLOCK_TYPES[t] or util.fail(file, key .. "[" .. (i - 1) .. "]", "expected mamba, attention, " ..
       "mlp or moe", t)
   end
   return table.concat(chars)
@@ -4932,7 +4932,7 @@ local function mamba2_hybrid(cfg, r, file, notes, lt, lkey, E, ffn, pos)
   local chars = {}
   for i = 1, L do
     local mixer = ({ mamba = "M", attention = "*" })[lt[i]]
-    if not mixer then util.fail(file, lkey .. "[" .. i .. "]", "expected mamba or attention", lt[i]) end
+    if not mixer then util.fail(file, lkey .. "[" .. (i - 1) .. "]", "expected mamba or attention", lt[i]) end
     chars[#chars + 1] = mixer .. (E > 0 and "E" or "-")
   end
   require_value(cfg, "mamba_conv_bias", true, file, "Megatron's MambaMixer asserts a conv bias")
@@ -5037,9 +5037,9 @@ function builders.bamba(_, raw, file, notes)
       util.fail(file, "attn_layer_indices", "expected an array of 0-based layer indices", idx)
     end
     for k, v in ipairs(idx) do
-      local i = config_int(v, 0, file, "attn_layer_indices[" .. k .. "]")
+      local i = config_int(v, 0, file, "attn_layer_indices[" .. (k - 1) .. "]")
       if i >= L then
-        util.fail(file, "attn_layer_indices[" .. k .. "]", "expected a layer index below num_hidden_layers = " .. L, v)
+        util.fail(file, "attn_layer_indices[" .. (k - 1) .. "]", "expected a layer index below num_hidden_layers = " .. L, v)
       end
       lt[i + 1] = "attention"
     end
@@ -5259,7 +5259,7 @@ local function qwen3_next_period(cfg, L, file)
   for i = 1, L do
     local t = lt[i]
     if t ~= "linear_attention" and t ~= "full_attention" then
-      util.fail(file, "layer_types[" .. i .. "]", "expected linear_attention or full_attention", t)
+      util.fail(file, "layer_types[" .. (i - 1) .. "]", "expected linear_attention or full_attention", t)
     end
     p = p or (t == "full_attention" and i or nil)
   end
@@ -5268,7 +5268,7 @@ local function qwen3_next_period(cfg, L, file)
     if (lt[i] == "full_attention") ~= (i % p == 0) then
       error(string.format("NotImplemented: %s: layer_types[%d]: %s breaks the period %d of the first " ..
         "full_attention layer (apsearch prices every k-th layer as full attention) (got %s)",
-        file, i, lt[i], p, util.describe(lt[i])), 0)
+        file, i - 1, lt[i], p, util.describe(lt[i])), 0)
     end
   end
   if p > L then
@@ -5371,7 +5371,7 @@ local function olmo_hybrid_layers(m, lt, L, file)
   local letters, first = {}, nil
   for i = 1, L do
     if lt[i] ~= "linear_attention" and lt[i] ~= "full_attention" then
-      util.fail(file, "layer_types[" .. i .. "]", "expected linear_attention or full_attention", lt[i])
+      util.fail(file, "layer_types[" .. (i - 1) .. "]", "expected linear_attention or full_attention", lt[i])
     end
     letters[i] = lt[i] == "full_attention" and "A" or "L"
     first = first or (letters[i] == "A" and i or nil)
@@ -5667,7 +5667,7 @@ function builders.muse_glimmer_text(r, cfg, file, notes)
     if #th ~= L then util.fail(file, "layer_rope_theta", "expected " .. L .. " entries (num_hidden_layers)", th) end
     for i = 1, L do
       if (th[i] == 0) ~= (lt[i] == "full_attention") then
-        util.fail(file, "layer_rope_theta[" .. i .. "]", "expected 0 exactly on the full_attention layers " ..
+        util.fail(file, "layer_rope_theta[" .. (i - 1) .. "]", "expected 0 exactly on the full_attention layers " ..
           "(apsearch prices NoPE on the full layers)", th[i])
       end
     end
@@ -5807,9 +5807,9 @@ local function kimi_pattern(la, L, file)
       util.fail(file, key, "needs at least one layer (apsearch prices a Kimi Linear model with MLA layers)", v)
     end
     for k, n in ipairs(v) do
-      local i = config_int(n, 1, file, key .. "[" .. k .. "]")
-      if i > L then util.fail(file, key .. "[" .. k .. "]", "expected a layer in [1, num_hidden_layers = " .. L .. "]", n) end
-      if p[i] then util.fail(file, key .. "[" .. k .. "]", "layer " .. i .. " is listed twice", n) end
+      local i = config_int(n, 1, file, key .. "[" .. (k - 1) .. "]")
+      if i > L then util.fail(file, key .. "[" .. (k - 1) .. "]", "expected a layer in [1, num_hidden_layers = " .. L .. "]", n) end
+      if p[i] then util.fail(file, key .. "[" .. (k - 1) .. "]", "layer " .. i .. " is listed twice", n) end
       p[i] = list[2]
     end
   end
@@ -5938,7 +5938,7 @@ local function lfm2_pattern(t, L, file)
     end
     for i, k in ipairs(lt) do
       if k ~= "conv" and k ~= "full_attention" then
-        util.fail(file, "layer_types[" .. i .. "]", 'expected "conv" or "full_attention"', k)
+        util.fail(file, "layer_types[" .. (i - 1) .. "]", 'expected "conv" or "full_attention"', k)
       end
       p[i] = k == "conv" and "L" or "A"
     end
@@ -5951,8 +5951,8 @@ local function lfm2_pattern(t, L, file)
     util.fail(file, "full_attn_idxs", "expected an array of 0-based layer indices", idx)
   end
   for k, v in ipairs(idx) do
-    local i = config_int(v, 0, file, "full_attn_idxs[" .. k .. "]")
-    if i >= L then util.fail(file, "full_attn_idxs[" .. k .. "]", "expected a layer in [0, " .. L - 1 .. "]", v) end
+    local i = config_int(v, 0, file, "full_attn_idxs[" .. (k - 1) .. "]")
+    if i >= L then util.fail(file, "full_attn_idxs[" .. (k - 1) .. "]", "expected a layer in [0, " .. L - 1 .. "]", v) end
     p[i + 1] = "A"
   end
   return table.concat(p)
@@ -6249,7 +6249,7 @@ local function layer_flags(cfg, key, L, file)
   end
   local flags, n = {}, 0
   for i = 1, L do
-    if v[i] ~= 0 and v[i] ~= 1 then util.fail(file, key .. "[" .. i .. "]", "expected 0 or 1", v[i]) end
+    if v[i] ~= 0 and v[i] ~= 1 then util.fail(file, key .. "[" .. (i - 1) .. "]", "expected 0 or 1", v[i]) end
     flags[i] = v[i] == 1
     if flags[i] then n = n + 1 end
   end
@@ -6472,7 +6472,7 @@ local function minimax_m3_sparse(m, cfg, file)
       util.fail(where, "sparse_attention_freq", "expected an array of num_hidden_layers = " .. L .. " entries", freq)
     end
     for i = 1, L do
-      if type(freq[i]) ~= "number" then util.fail(where, ("sparse_attention_freq[%d]"):format(i), "expected a number", freq[i]) end
+      if type(freq[i]) ~= "number" then util.fail(where, ("sparse_attention_freq[%d]"):format(i - 1), "expected a number", freq[i]) end
       if freq[i] ~= 0 then n = n + 1 end
     end
   end
@@ -6485,7 +6485,7 @@ local function minimax_m3_sparse(m, cfg, file)
     for i = 1, L do
       -- Python's `disable_flags[i] != 0`: False equals 0 there too
       if (is_null(freq) or freq[i] ~= 0) and (dis[i] == 0 or dis[i] == false) then
-        not_modelled(where, ("sparse_disable_index_value[%d]"):format(i), "an index value and output projection " ..
+        not_modelled(where, ("sparse_disable_index_value[%d]"):format(i - 1), "an index value and output projection " ..
           "on a sparse layer (AutoModel implements the selection-only indexer)", 0)
       end
     end

@@ -278,10 +278,11 @@ local function median(xs)
   return (xs[n // 2] + xs[n // 2 + 1]) / 2
 end
 
--- Where event i came from, for a message: its index in traceEvents, or
--- the table and row of an Nsight Systems export (apsearch.nsys's `src`).
+-- Where event i (1-based, as Lua holds it) came from, for a message: its
+-- 0-based index in the JSON array traceEvents, or the table and row of an
+-- Nsight Systems export (apsearch.nsys's `src`).
 local function where(e, i)
-  return e.src or ("traceEvents[%d]"):format(i)
+  return e.src or ("traceEvents[%d]"):format(i - 1)
 end
 
 -- A finite, non-negative time field of an event, in microseconds.

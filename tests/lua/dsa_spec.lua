@@ -109,7 +109,7 @@ describe("DeepSeek Sparse Attention: configs", function()
     c = decoded("glm-5")
     c.index_topk_freq, c.index_skip_topk_offset, c.indexer_types = 4, 3, shared(4, 3, 78)
     c.indexer_types[7] = "shared"
-    assert.are.equal('NotImplemented: m.json: indexer_types[7]: "shared" differs from the schedule of ' ..
+    assert.are.equal('NotImplemented: m.json: indexer_types[6]: "shared" differs from the schedule of ' ..
       'index_topk_freq = 4 and index_skip_topk_offset = 3, the only one Megatron-Core expresses (got "shared")',
       err_of(hf.from_config, c, "m.json"))
     c.indexer_types, c.index_skip_topk_offset = nil, nil

@@ -370,7 +370,7 @@ describe("held-out config.json files", function()
     assert.is_true(has_note(info2, "each depth taken as transformers' default mtp_layers_block_type " ..
       "['attention', 'moe']"))
     cfg.mtp_layers_block_type = { "attention", "router" }
-    assert.are.equal('l.json: mtp_layers_block_type[2]: expected mamba, attention, mlp or moe (got "router")',
+    assert.are.equal('l.json: mtp_layers_block_type[1]: expected mamba, attention, mlp or moe (got "router")',
       err_of(hf.from_config, cfg, "l.json"))
     -- both spellings: taken when they agree, refused when they do not
     cfg.mtp_layers_block_type, cfg.mtp_hybrid_override_pattern = { "attention", "moe" }, "*E"

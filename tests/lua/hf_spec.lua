@@ -926,7 +926,7 @@ describe("mixture-of-experts import", function()
     assert.are.equal("q.json: shared_expert_intermediate_size: required key is missing (got nothing)",
       err_of(hf.from_config, q, "q.json"))
     q.shared_expert_intermediate_size, q.mlp_only_layers = 5632, { 24 }
-    assert.are.equal("q.json: mlp_only_layers[1]: expected a layer index in [0, 24) (got 24)",
+    assert.are.equal("q.json: mlp_only_layers[0]: expected a layer index in [0, 24) (got 24)",
       err_of(hf.from_config, q, "q.json"))
   end)
 

@@ -109,7 +109,7 @@ describe("nemotron_h import", function()
       assert.are.same({ 4, 256 }, { b.mamba_num_groups, b.mamba_chunk_size })
     end
     list[3] = "conv"
-    assert.are.equal('n.json: layers_block_type[3]: expected mamba, attention, mlp or moe (got "conv")',
+    assert.are.equal('n.json: layers_block_type[2]: expected mamba, attention, mlp or moe (got "conv")',
       H.err_of(hf.from_config, cfg, "n.json"))
     -- "moe" is an E layer (Nemotron 3's configs)
     local nano = H.read_json(MOE)

@@ -229,7 +229,7 @@ describe("2025 families: bad values exit 2 naming file, key and value", function
   it("refuses a bad layer_types entry or length", function()
     local cfg = decoded("gpt-oss-20b")
     cfg.layer_types[3] = "chunked_attention"
-    assert.are.equal('g.json: layer_types[3]: expected "sliding_attention" or "full_attention" ' ..
+    assert.are.equal('g.json: layer_types[2]: expected "sliding_attention" or "full_attention" ' ..
       '(got "chunked_attention")', err_of(hf.from_config, cfg, "g.json"))
     cfg.layer_types = { "full_attention" }
     assert.truthy(err_of(hf.from_config, cfg, "g.json"):find(

@@ -172,7 +172,7 @@ describe("2025-26 families: exact parameter counts", function()
       "(Glm4MoeLiteConfig builds those, not this key's) (got 3)",
       err_of(hf.from_config, { model_type = "glm4_moe_lite", first_k_dense_replace = 3 }, "m.json"))
     types[5] = "moe"
-    assert.are.equal('m.json: mlp_layer_types[5]: expected "dense" or "sparse" (got "moe")',
+    assert.are.equal('m.json: mlp_layer_types[4]: expected "dense" or "sparse" (got "moe")',
       err_of(hf.from_config, { model_type = "glm4_moe_lite", mlp_layer_types = types }, "m.json"))
   end)
 
@@ -235,7 +235,7 @@ describe("2025-26 families: refusals name what is not modelled", function()
   it("MiniMax: lightning-attention layers, a shared expert, what transformers hard-wires otherwise", function()
     local cfg = decoded("minimax-m2.7")
     cfg.attn_type_list[3] = 0
-    assert.are.equal("NotImplemented: m.json: attn_type_list[3]: only softmax attention (1) is modelled; " ..
+    assert.are.equal("NotImplemented: m.json: attn_type_list[2]: only softmax attention (1) is modelled; " ..
       "0 is lightning (linear) attention (got 0)", err_of(hf.from_config, cfg, "m.json"))
     assert.are.equal("NotImplemented: m.json: shared_intermediate_size: MiniMax's shared expert is not " ..
       "modelled (got 512)", with("minimax-m2.7", { shared_intermediate_size = 512 }))
@@ -457,7 +457,7 @@ describe("2025-26 families: refusals name what is not modelled", function()
     m = hf.from_config(o3, "olmo3.json")
     assert.are.same({ 2, 2 }, { m.sliding_window_layers, m.sliding_window_period })
     o3.layer_types[2] = "global"
-    assert.are.equal('olmo3.json: layer_types[2]: expected "sliding_attention" or "full_attention" (got "global")',
+    assert.are.equal('olmo3.json: layer_types[1]: expected "sliding_attention" or "full_attention" (got "global")',
       err_of(hf.from_config, o3, "olmo3.json"))
   end)
 

@@ -253,7 +253,7 @@ describe("Bamba", function()
       err_of(hf.from_config, c, "b.json"))
     c = copy(BAMBA_9B)
     c.attn_layer_indices = { 9, 32 }
-    assert.are.equal("b.json: attn_layer_indices[2]: expected a layer index below num_hidden_layers = 32 (got 32)",
+    assert.are.equal("b.json: attn_layer_indices[1]: expected a layer index below num_hidden_layers = 32 (got 32)",
       err_of(hf.from_config, c, "b.json"))
     c = copy(BAMBA_9B)
     c.mamba_proj_bias = true

@@ -86,7 +86,7 @@ describe("K-EXAONE (exaone_moe)", function()
   it("refuses a layout with no MoE layer and a bad layer type, naming the key", function()
     assert.matches("t.json: first_k_dense_replace: no layer would have experts",
       H.err_of(hf.from_config, config({ first_k_dense_replace = 4 }), "t.json"), 1, true)
-    assert.matches('t.json: mlp_layer_types[2]: expected "dense" or "sparse"',
+    assert.matches('t.json: mlp_layer_types[1]: expected "dense" or "sparse"',
       H.err_of(hf.from_config, config({ mlp_layer_types = { "dense", "moe", "sparse", "sparse" } }), "t.json"), 1, true)
     assert.matches("t.json: mlp_layer_types: no layer would have experts", H.err_of(hf.from_config,
       config({ mlp_layer_types = { "dense", "dense", "dense", "dense" } }), "t.json"), 1, true)

@@ -366,7 +366,7 @@ describe("llama4: bad values exit 2 naming file, key and value", function()
     { "router_jitter_noise", -1, T .. "router_jitter_noise: expected a finite number >= 0 (got -1)" },
     { "no_rope_layer_interval", 0, T .. "no_rope_layer_interval: expected a positive integer <= 16777216 (got 0)" },
     { "num_local_experts", true, T .. "num_local_experts: expected a positive integer <= 16777216 (got true)" },
-    { "moe_layers", { 48 }, T .. "moe_layers[1]: expected a layer index in [0, 48) (got 48)" },
+    { "moe_layers", { 48 }, T .. "moe_layers[0]: expected a layer index in [0, 48) (got 48)" },
     { "no_rope_layers", { 1, 0 }, T .. "no_rope_layers: expected an array of at least num_hidden_layers = 48 " ..
       "entries (got {1, 0})" },
     { "layer_types", { "sliding_attention" }, T .. "layer_types: expected an array of num_hidden_layers = 48 " ..
@@ -387,7 +387,7 @@ describe("llama4: bad values exit 2 naming file, key and value", function()
     for i = 1, 48 do rope[i] = i % 4 == 0 and 0 or 1 end
     rope[3] = 2
     cfg.text_config.no_rope_layers = rope
-    assert.are.equal(T .. "no_rope_layers[3]: expected 1 (RoPE) or 0 (NoPE) (got 2)", err_of(hf.from_config, cfg, "s.json"))
+    assert.are.equal(T .. "no_rope_layers[2]: expected 1 (RoPE) or 0 (NoPE) (got 2)", err_of(hf.from_config, cfg, "s.json"))
     rope[3], rope[5] = 1, 0
     assert.are.equal(T .. "no_rope_layers: NoPE layers that are not every k-th layer are not modelled (the " ..
       "model's nope_layer_period takes a period); NoPE layers (1-based) (got {4, 5, 8, 12, 16, 20, ... 13 in all})",

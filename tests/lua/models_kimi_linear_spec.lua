@@ -169,7 +169,7 @@ describe("Kimi Linear", function()
       H.err_of(hf.from_config, c, "k.json"), 1, true)
     c = config()
     c.linear_attn_config.full_attn_layers[7] = 4
-    assert.matches("linear_attn_config.full_attn_layers[7]: layer 4 is listed twice",
+    assert.matches("linear_attn_config.full_attn_layers[6]: layer 4 is listed twice",
       H.err_of(hf.from_config, c, "k.json"), 1, true)
     c = config()
     c.q_lora_rank = 1536

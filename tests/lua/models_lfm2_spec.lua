@@ -103,7 +103,7 @@ describe("LFM2", function()
     local tied = by_hand(1024, 4608) + 4 * (4 * 1024 * 1024 + 3 * 1024 - (2 * 1024 * 1024 + 2 * 1024 * 512 + 128))
     assert.are.equal(tied + 65536 * 1024, core.model_params(m).total)
     c.layer_types[3] = "mamba"
-    assert.matches("l.json: layer_types[3]: expected \"conv\" or \"full_attention\" (got \"mamba\")",
+    assert.matches("l.json: layer_types[2]: expected \"conv\" or \"full_attention\" (got \"mamba\")",
       H.err_of(hf.from_config, c, "l.json"), 1, true)
     c = config(1024, 16, 6656)
     c.conv_bias = true
@@ -111,7 +111,7 @@ describe("LFM2", function()
       H.err_of(hf.from_config, c, "b.json"), 1, true)
     c = config(1024, 16, 6656)
     c.full_attn_idxs = { 2, 16 }
-    assert.matches("full_attn_idxs[2]: expected a layer in [0, 15]", H.err_of(hf.from_config, c, "i.json"), 1, true)
+    assert.matches("full_attn_idxs[1]: expected a layer in [0, 15]", H.err_of(hf.from_config, c, "i.json"), 1, true)
     -- every layer attention (Lfm2Config without layer_types or
     -- full_attn_idxs): still transformers' LFM2 under AutoModel, refused
     c = config(1024, 16, 6656)

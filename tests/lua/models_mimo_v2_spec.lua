@@ -168,9 +168,9 @@ describe("mimo_v2_flash: refusals and bad values name the file, key and value", 
       { { hybrid_layer_pattern = { 0, 1 } }, "hybrid_layer_pattern: expected an array of num_hidden_layers = 48 " ..
         "entries of 0 or 1" },
       { { hybrid_layer_pattern = cjson.null }, "hybrid_layer_pattern: expected an array of num_hidden_layers = 48" },
-      { { hybrid_layer_pattern = flags(48, 0, 2, { [3] = true }) }, "hybrid_layer_pattern[3]: expected 0 or 1 (got 2)" },
+      { { hybrid_layer_pattern = flags(48, 0, 2, { [3] = true }) }, "hybrid_layer_pattern[2]: expected 0 or 1 (got 2)" },
       { { moe_layer_freq = 1 }, "moe_layer_freq: expected an array of num_hidden_layers = 48 entries of 0 or 1 (got 1)" },
-      { { moe_layer_freq = flags(48, 1, true, { [2] = true }) }, "moe_layer_freq[2]: expected 0 or 1 (got true)" },
+      { { moe_layer_freq = flags(48, 1, true, { [2] = true }) }, "moe_layer_freq[1]: expected 0 or 1 (got true)" },
       { { swa_num_attention_heads = cjson.null }, "swa_num_attention_heads: required key is missing" },
       { { swa_num_key_value_heads = 3 }, "swa_num_key_value_heads (model.num_query_groups): 3 does not divide " ..
         "num_attention_heads 64" },

@@ -81,12 +81,12 @@ describe("MiniMax-M3", function()
     assert.truthy(refused(function(c) c.hidden_act = "silu" end):find("^NotImplemented: m%.json: hidden_act: " ..
       "an MLP activation other than SwiGLU%-OAI is not modelled"))
     assert.truthy(refused(function(c) c.sparse_attention_config.sparse_disable_index_value[10] = 0 end):find(
-      "sparse_disable_index_value[10]: an index value and output projection on a sparse layer", 1, true))
+      "sparse_disable_index_value[9]: an index value and output projection on a sparse layer", 1, true))
     assert.truthy(refused(function(c) c.sparse_attention_config.sparse_local_block = 0 end):find(
       "NotImplemented: m.json: sparse_attention_config: sparse_local_block: only 1 (the query's own block always " ..
       "attended, MiniMax-M3's) is modelled (got 0)", 1, true))
     assert.truthy(refused(function(c) c.sparse_attention_config.sparse_disable_index_value[10] = false end):find(
-      "sparse_disable_index_value[10]: an index value and output projection on a sparse layer", 1, true))
+      "sparse_disable_index_value[9]: an index value and output projection on a sparse layer", 1, true))
     -- AutoModel's truth test: use_sparse_attention 0 builds dense attention
     local c = config()
     c.sparse_attention_config.use_sparse_attention = 0

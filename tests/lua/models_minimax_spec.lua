@@ -71,11 +71,11 @@ describe("MiniMax-Text-01 / M1", function()
     assert.are.equal("ALAL", hf.from_config(c, "m.json").linear_attention_pattern)
     c = m1()
     c.attn_type_list[3] = 2
-    assert.are.equal("m.json: attn_type_list[3]: expected 0 (lightning attention) or 1 (softmax attention) " ..
+    assert.are.equal("m.json: attn_type_list[2]: expected 0 (lightning attention) or 1 (softmax attention) " ..
       "(got 2)", err_of(hf.from_config, c, "m.json"))
     c = hf_form()
     c.layer_types[1] = "sliding_attention"
-    assert.are.equal('m.json: layer_types[1]: expected "linear_attention" or "full_attention" ' ..
+    assert.are.equal('m.json: layer_types[0]: expected "linear_attention" or "full_attention" ' ..
       '(got "sliding_attention")', err_of(hf.from_config, c, "m.json"))
     c = hf_form()
     c.attn_type_list = m1().attn_type_list

@@ -58,7 +58,7 @@ describe("Muse Glimmer", function()
       1, true)
     c = cjson.decode(H.read(FILE))
     c.text_config.layer_rope_theta[1] = 0
-    assert.matches("layer_rope_theta[1]: expected 0 exactly on the full_attention layers",
+    assert.matches("layer_rope_theta[0]: expected 0 exactly on the full_attention layers",
       H.err_of(hf.from_config, c, "g.json"), 1, true)
   end)
 end)

@@ -71,7 +71,7 @@ describe("longrope: one factor > 0 per rotated pair", function()
       "head's 128 RoPE dims (got 63)", err_of(hf.from_config, cfg, "p.json"))
     cfg.rope_scaling.short_factor = filled(64, 1.0)
     cfg.rope_scaling.long_factor[7] = 0
-    assert.are.equal("p.json: rope_scaling: long_factor[7]: expected a finite number > 0 (got 0)",
+    assert.are.equal("p.json: rope_scaling: long_factor[6]: expected a finite number > 0 (got 0)",
       err_of(hf.from_config, cfg, "p.json"))
     -- GLM-4 rotates half of each 128-wide head: 32 pairs
     local glm = { model_type = "glm4", hidden_size = 4096, intermediate_size = 13696, num_attention_heads = 32,

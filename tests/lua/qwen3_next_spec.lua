@@ -82,7 +82,7 @@ describe("qwen3_next import", function()
     assert.are.equal(3, hf.from_config(cfg, "q.json").linear_attention_period)
     cfg.layer_types = lt
     lt[5] = "full_attention"
-    assert.are.equal("NotImplemented: q.json: layer_types[5]: full_attention breaks the period 4 of the " ..
+    assert.are.equal("NotImplemented: q.json: layer_types[4]: full_attention breaks the period 4 of the " ..
       "first full_attention layer (apsearch prices every k-th layer as full attention) " ..
       '(got "full_attention")', H.err_of(hf.from_config, cfg, "q.json"))
   end)

@@ -465,7 +465,7 @@ describe("apsearch.trace GEMMs", function()
     t.traceEvents[3].dur = 1e308
     local long = write(dir .. "/long.json", cjson.encode(t))
     assert.truthy(one_line(apsearch("calibrate", "--trace", long, "-o", dir .. "/c.json")):find(
-      long .. ": trace: traceEvents[3] (sm90_xmma_gemm_bf16): dur 1e+308 us is not a kernel's length (0 to 86400 s)",
+      long .. ": trace: traceEvents[2] (sm90_xmma_gemm_bf16): dur 1e+308 us is not a kernel's length (0 to 86400 s)",
       1, true))
     -- an H100 PCIe (no preset) written for --device h100-sxm-80gb: host costs only
     t.traceEvents[3].dur = 10
@@ -863,7 +863,7 @@ describe("apsearch calibrate --trace", function()
     local ev = cjson.decode(synthetic(200, 10, 3))
     ev.traceEvents[7].ts = "1.5 ms"
     local units = write(dir .. "/units.json", cjson.encode(ev))
-    assert.are.equal("apsearch: " .. units .. ": trace: traceEvents[7] (cudaLaunchKernel): ts must be a finite " ..
+    assert.are.equal("apsearch: " .. units .. ": trace: traceEvents[6] (cudaLaunchKernel): ts must be a finite " ..
       "number of microseconds (got \"1.5 ms\")\n",
       one_line(apsearch("calibrate", "--trace", units, "-o", dir .. "/o.json")))
     -- a trace without CPU activities (GPU kernels only)
@@ -894,7 +894,7 @@ describe("apsearch calibrate --trace", function()
       local st = write(dir .. "/step.json", synthetic(200, 10, 3, { { ph = "X", cat = "user_annotation",
         name = "ProfilerStep#3", pid = 1, tid = 1, ts = 1000, dur = dur } }))
       assert.truthy(one_line(apsearch("calibrate", "--trace", st, "-o", dir .. "/o.json")):find(
-        st .. ": trace: traceEvents[201] (ProfilerStep#3): dur " .. (dur == 0 and "0" or "1e+300")
+        st .. ": trace: traceEvents[200] (ProfilerStep#3): dur " .. (dur == 0 and "0" or "1e+300")
         .. " us is not a training step's length (above 0, up to 86400 s)", 1, true))
     end
     -- --group is refused; a file beside --trace is the job's policy

@@ -572,10 +572,23 @@ end
 function M.mtp_note(training, model)
   local d = training and training.mtp_num_layers or 0
   if type(d) ~= "number" or d <= 0 then return "" end
+  local p = M.mtp_trained_params(training, model)
+  if not p then return string.format(", MTP %d", d) end
+  return string.format(", MTP %d (+%s parameters)", d, M.billions(p))
+end
+
+--- Parameters the multi-token-prediction depths a training trains add to
+-- the model (M.mtp_note's P): D depths' (M.mtp_depth_params), one with
+-- `training.mtp_repeated_layer`; 0 without MTP.
+-- @tparam table training normalized training table
+-- @tparam table model normalized model table
+-- @treturn number|nil parameters; nil when the count cannot be taken
+function M.mtp_trained_params(training, model)
+  local d = training and training.mtp_num_layers or 0
+  if type(d) ~= "number" or d <= 0 then return 0 end
   local per = type(model) == "table" and M.mtp_depth_params(model)
-  if not per then return string.format(", MTP %d", d) end
-  local held = training.mtp_repeated_layer and 1 or d
-  return string.format(", MTP %d (+%s parameters)", d, M.billions(held * per))
+  if not per then return nil end
+  return (training.mtp_repeated_layer and 1 or d) * per
 end
 
 --- Parameters one trained multi-token-prediction depth adds to a model as

@@ -322,7 +322,8 @@ M.MODEL_STATE_BYTES_PER_PARAM = 16
 M.MODEL_STATE_BYTES_BY_FRAMEWORK = { megatron = 18 }
 
 --- The fewest devices that could hold the model: its model states (every
--- parameter x M.MODEL_STATE_BYTES_PER_PARAM, or the framework's
+-- parameter, the trained MTP depths' included (common.mtp_trained_params),
+-- x M.MODEL_STATE_BYTES_PER_PARAM, or the framework's
 -- M.MODEL_STATE_BYTES_BY_FRAMEWORK) sharded over all of them
 -- within the memory limit, before any activation, rounded up to whole
 -- hosts.  A lower bound: activations, buffers and the framework's
@@ -339,14 +340,16 @@ function M.min_devices(result, limit)
   -- (bf16 main gradients, --grad-reduce-in-bf16: the 16 of the others)
   local per_param = tr.grad_reduce_in_fp32 ~= false and M.MODEL_STATE_BYTES_BY_FRAMEWORK[tr.framework or "megatron"]
     or M.MODEL_STATE_BYTES_PER_PARAM
-  local bytes = counts.total * per_param
+  -- with the multi-token-prediction depths the training trains
+  local params = counts.total + (common.mtp_trained_params(tr, inp.model) or 0)
+  local bytes = params * per_param
   local per = math.max(1, (inp.cluster or {}).devices_per_node or 1)
   local hosts = math.ceil(bytes / limit / per)
   -- a limit of a few bytes needs more devices than a count can say (past
   -- 2^53, or inf): no bound to print
   local devices = hosts * per < 2 ^ 53 and math.tointeger(hosts * per) or nil
   if not devices then return nil end
-  return { devices = devices, params = counts.total, bytes = bytes, limit_bytes = limit, per_node = per,
+  return { devices = devices, params = params, bytes = bytes, limit_bytes = limit, per_node = per,
            bytes_per_param = per_param }
 end
 

@@ -7915,7 +7915,7 @@ function M.from_config(cfg, source, name)
   for k, v in pairs(recorded) do filled[#filled + 1] = ("%s = %s"):format(k, util.describe(v)) end
   if #filled > 0 then
     table.sort(filled)
-    note(notes, source, "not in the config, taken from transformers' %s class defaults: %s (they set the " ..
+    note(notes, source, "not in the config (or null there), taken from transformers' %s class defaults: %s (they set the " ..
       "parameter count; a model's own config states them)", mt, table.concat(filled, ", "))
   end
   -- (a builder that reads the groups from a key of its own, Step-3.5's

@@ -600,7 +600,8 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
         (t->fsdp_impl == APS_FSDP_IMPL_MEGATRON_FSDP ||
          t->suggested_communication_unit_size > 0 || t->fsdp_double_buffer)) {
         aps_fmt(err, n, "training.%s: Megatron-FSDP is Megatron-LM's "
-                "(--use-megatron-fsdp); framework is %s",
+                "(--use-megatron-fsdp); framework is %s (set training."
+                "framework = megatron with it)",
                 t->fsdp_impl == APS_FSDP_IMPL_MEGATRON_FSDP
                     ? "fsdp_impl = megatron_fsdp"
                 : t->fsdp_double_buffer ? "fsdp_double_buffer"

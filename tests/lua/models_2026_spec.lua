@@ -98,7 +98,7 @@ describe("2025-26 families: exact parameter counts", function()
     assert.are.same({ 256, 2048 }, { m.num_experts, m.shared_expert_ffn_hidden_size })
     assert.are.equal(1026408232448 - 60 * (128 * 44040192 + 128 * 7168 + 128), core.model_params(m).total)
     assert.are.equal(688124499968, core.model_params(m).total)
-    assert.are.equal("k2.json: not in the config, taken from transformers' deepseek_v3 class defaults: " ..
+    assert.are.equal("k2.json: not in the config (or null there), taken from transformers' deepseek_v3 class defaults: " ..
       "n_routed_experts = 256, n_shared_experts = 1 (they set the parameter count; a model's own config states them)",
       info2.notes[2])
     -- an explicit null is the remote code's none (modeling_deepseek.py: no
@@ -335,7 +335,7 @@ describe("2025-26 families: refusals name what is not modelled", function()
     cfg.moe_num_shared_experts = nil
     m, info = hf.from_config(cfg, "ernie.json")
     assert.are.equal(21825437888, core.model_params(m).total)
-    assert.are.same({ "ernie.json: not in the config, taken from transformers' ernie4_5_moe class defaults: " ..
+    assert.are.same({ "ernie.json: not in the config (or null there), taken from transformers' ernie4_5_moe class defaults: " ..
       "moe_num_shared_experts = 2 (they set the parameter count; a model's own config states them)" }, info.notes)
     cfg.moe_num_shared_experts = 2
     assert.are.same({}, select(2, hf.from_config(cfg, "ernie.json")).notes)

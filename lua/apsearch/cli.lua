@@ -2372,11 +2372,17 @@ end
 -- any other file refused (util.write_output).
 -- @tparam string path
 -- @tparam string text the calibration's JSON
-local function write_calibration(path, text)
-  util.write_output("--output", path, text, "a calibration apsearch wrote", function(head)
+local CALIBRATION_WROTE = "a calibration apsearch wrote"
+-- whether a file's head is a calibration (util.write_output's `ours`)
+local function calibration_file(path)
+  return function(head)
     local ok, c = pcall(require("cjson").decode, head)
     return ok and type(c) == "table" and pcall(require("apsearch.calibration").check, c, path)
-  end)
+  end
+end
+
+local function write_calibration(path, text)
+  util.write_output("--output", path, text, CALIBRATION_WROTE, calibration_file(path))
 end
 
 local pct_error = require("apsearch.format.common").pct_error
@@ -2753,6 +2759,8 @@ local function cmd_calibrate(args)
     util.fail("calibrate", "--group", require("apsearch.suggest").unknown("unknown grouping",
       opts.group, { "software" }), opts.group)
   end
+  -- a file that is not an earlier calibration: refused before the fit
+  util.check_output("--output", opts.output, CALIBRATION_WROTE, calibration_file(opts.output))
   local log = (not opts.quiet) and function(line) util.log("%s", line) end or nil
   local calibrate = require "apsearch.calibrate"
   local calib = opts.group and calibrate.fit_grouped(opts.CASES, { log = log, by = opts.group })

@@ -88,7 +88,7 @@ local function check_fields(rec, path, i)
     if v ~= nil and (type(kind) == "table" or SIMPLE[kind]) and not (M.PLACEHOLDERS[f] and v ~= nil
         and M.PLACEHOLDERS[f][v] ~= nil) then
       schema.check_value(kind, v, function(problem, got)
-        fail(path, ("top_k_strategies[%d].%s: %s (got %s)"):format(i, f, problem, util.describe(got)))
+        fail(path, ("top_k_strategies[%d].%s: %s (got %s)"):format(i - 1, f, problem, util.describe(got)))
       end)
     end
   end
@@ -99,7 +99,7 @@ local function check_fields(rec, path, i)
     local got = pc
     if type(pc) == "table" then got = pc.step_time end
     fail(path, ("top_k_strategies[%d].performance_cost.step_time: expected a positive number (got %s)"):format(
-      i, util.describe(got)))
+      i - 1, util.describe(got)))
   end
   return rec
 end
@@ -215,6 +215,8 @@ function M.policy(result, path)
     file = "--from: " .. path .. ": inputs", model = inp.model, cluster = inp.cluster,
     training = inp.training, overrides = inp.overrides or util.array(), stack = inp.stack,
     calibration = inp.calibration, from_policy = inp.policy,
+    -- a bad value is the file's, not the recorded --set's (search.context)
+    inputs_recorded = true,
   }
 end
 

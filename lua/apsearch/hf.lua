@@ -6799,12 +6799,12 @@ local function laguna_heads(t, types, file)
   end
   local per, first = {}, {}
   for i = 1, L do
-    local a = config_int(v[i], 1, file, ("num_attention_heads_per_layer[%d]"):format(i))
+    local a = config_int(v[i], 1, file, ("num_attention_heads_per_layer[%d]"):format(i - 1))
     local kind = types[i]
     if per[kind] and per[kind] ~= a then
-      not_modelled(file, ("num_attention_heads_per_layer[%d]"):format(i), ("%s layers with %d query heads (layer " ..
-        "%d, 1-based) and %d (this one): apsearch prices one query-head count per layer type"):format(kind,
-        per[kind], first[kind], a), a)
+      not_modelled(file, ("num_attention_heads_per_layer[%d]"):format(i - 1), ("%s layers with %d query heads (entry " ..
+        "%d) and %d (this one): apsearch prices one query-head count per layer type"):format(kind,
+        per[kind], first[kind] - 1, a), a)
     end
     per[kind], first[kind] = a, first[kind] or i
   end
@@ -6994,7 +6994,7 @@ local function dsv4_layer_kinds(cfg, L, mtp, file, notes)
     for i = 1, L do
       if t[i] ~= "sliding_attention" and t[i] ~= "compressed_sparse_attention" and
          t[i] ~= "heavily_compressed_attention" then
-        util.fail(file, ("layer_types[%d]"):format(i), "expected sliding_attention, " ..
+        util.fail(file, ("layer_types[%d]"):format(i - 1), "expected sliding_attention, " ..
           "compressed_sparse_attention or heavily_compressed_attention", t[i])
       end
       add(t[i])
@@ -7006,11 +7006,11 @@ local function dsv4_layer_kinds(cfg, L, mtp, file, notes)
     for i = 1, #t do
       local kind = type(t[i]) == "number" and M.DSV4_RATIO_KIND[t[i]]
       if not kind then
-        util.fail(file, ("compress_ratios[%d]"):format(i), "expected 0, 4 or 128 (transformers' " ..
+        util.fail(file, ("compress_ratios[%d]"):format(i - 1), "expected 0, 4 or 128 (transformers' " ..
           "_COMPRESS_RATIO_TO_LAYER_TYPE: sliding, CSA, HCA)", t[i])
       end
       if i > L and t[i] ~= 0 then
-        not_modelled(file, ("compress_ratios[%d]"):format(i), "a compressed MTP layer: apsearch prices the " ..
+        not_modelled(file, ("compress_ratios[%d]"):format(i - 1), "a compressed MTP layer: apsearch prices the " ..
           "MTP layer sliding-window only (0)", t[i])
       end
       if i <= L then add(kind) end
@@ -7032,7 +7032,7 @@ local function dsv4_hash_layers(cfg, L, file)
     local t, n = dsv4_array(cfg, "mlp_layer_types", L, 0, file), 0
     for i = 1, L do
       if t[i] ~= "hash_moe" and t[i] ~= "moe" then
-        util.fail(file, ("mlp_layer_types[%d]"):format(i), "expected hash_moe or moe", t[i])
+        util.fail(file, ("mlp_layer_types[%d]"):format(i - 1), "expected hash_moe or moe", t[i])
       end
       if t[i] == "hash_moe" then n = n + 1 end
     end

@@ -367,14 +367,36 @@ function Set:take_lock()
   self.lock = fh
 end
 
+-- The set directories next to DIR that a symbolic link there other than
+-- apsearch's temporary ones points to (a result kept by renaming its
+-- link: `mv DIR keep`): name -> the link's name.
+local function kept_by_links(parent, prefix)
+  local kept = {}
+  for _, n in ipairs(util.listdir(parent) or {}) do
+    local p = util.join_path(parent, n)
+    if mode_of(p) == "link" and not id_in(n, prefix, "link") then
+      local t = (lfs.symlinkattributes(p, "target") or ""):gsub("/+$", "")
+      local dir, base = t:match("^(.*)/([^/]+)$")
+      base = base or t
+      if dir == nil or dir == "." or dir == parent then kept[base] = n end
+    end
+  end
+  return kept
+end
+
 -- 2. What interrupted runs of this DIR left: temporary links, and set
--- directories DIR does not point to, as far as their manifests allow.
+-- directories DIR does not point to, as far as their manifests allow;
+-- never one another link next to DIR points to.
 function Set:clean_leftovers()
+  local kept = kept_by_links(self.parent, self.prefix)
   for _, n in ipairs(util.listdir(self.parent) or {}) do
     local p = util.join_path(self.parent, n)
     if id_in(n, self.prefix, "link") and mode_of(p) == "link"
         and id_in(lfs.symlinkattributes(p, "target") or "", self.prefix, "set") then
       os.remove(p)
+    elseif id_in(n, self.prefix, "set") and n ~= self.current and kept[n] and mode_of(p) == "directory" then
+      self.notes[#self.notes + 1] = "kept " .. p .. ": the link " .. util.join_path(self.parent, kept[n]) ..
+        " points to it"
     elseif id_in(n, self.prefix, "set") and n ~= self.current and mode_of(p) == "directory" then
       local m = M.read_manifest(p)
       if not m or m.out == nil or m.out == self.name then
@@ -666,7 +688,11 @@ function Set:commit()
   if ok then ok, err = sync(self.path) end
   if ok then ok, err = self:link() end
   if not ok then self:abort() fail(tostring(err), self.shown) end
-  if self.current then
+  local also = self.current and kept_by_links(self.parent, self.prefix)[self.current]
+  if also then
+    self.notes[#self.notes + 1] = "kept the previous set " .. util.join_path(self.parent, self.current) ..
+      ": the link " .. util.join_path(self.parent, also) .. " points to it"
+  elseif self.current then
     local removed, why = M.remove_set(util.join_path(self.parent, self.current), self.name)
     if not removed then
       self.notes[#self.notes + 1] = "kept the previous set " .. util.join_path(self.parent, self.current) ..

@@ -104,8 +104,10 @@ function M.context(policy)
     local path = msg:match("^([%w_%.%[%]]+)[:%s]")
     local alias = path and policy.aliases and policy.aliases[path]
     if alias then msg, path = alias .. msg:sub(#path + 1), alias end
-    for i = #(policy.overrides or {}), 1, -1 do
-      local ov = policy.overrides[i]
+    -- (the overrides a result recorded are not this run's options)
+    local ovs = not policy.inputs_recorded and policy.overrides or {}
+    for i = #ovs, 1, -1 do
+      local ov = ovs[i]
       local top = ov.key:match("^[^%.]+")
       if path and (path == ov.key or path:match("^[^%.]+") == top and ov.kind == "set") then
         label = ov.flag or ("--" .. ov.kind)
@@ -380,13 +382,19 @@ end
 --   is taken as priced)
 -- @treturn table the space object
 function M.space_of(policy, inputs, ctx)
+  -- the probe of full recompute: a strategy the training's own settings
+  -- admit (the partial distributed optimizer needs ZeRO-1 over a data-
+  -- parallel group its instances divide: src/core/check.c)
+  local probe = { layer_recompute = "full" }
+  local inst = inputs.training.distributed_optimizer_instances or 0
+  if inst > 1 then probe.zero_stage, probe.dp_degree = 1, inst end
   return space_mod.new(policy.search_space, {
     num_devices = inputs.cluster.num_devices,
     allow_idle_devices = policy.constraints.allow_idle_devices,
     num_layers = inputs.model.num_layers, framework = inputs.training.framework,
     training = inputs.training, num_experts = inputs.model.num_experts,
     topk_shared = space_mod.shares_topk(inputs.model),
-    full_recompute = ctx == nil or ctx:check("framework", { layer_recompute = "full" }, false),
+    full_recompute = ctx == nil or ctx:check("framework", probe, false),
   })
 end
 

@@ -534,6 +534,19 @@ M.OUTPUT_HEAD_BYTES = 65536
 -- @tparam function ours `ours(head) -> boolean`
 -- @raise the one-line refusal, or "cannot write: <reason>"
 function M.write_output(flag, path, data, what, ours)
+  M.check_output(flag, path, what, ours)
+  local ok, err = M.write_atomic(path, data)
+  if not ok then M.fail(flag, "file", "cannot write: " .. tostring(err), path) end
+end
+
+--- The refusals of M.write_output, before anything is computed: a command
+-- that takes long to make its output (a fit) checks the path first.
+-- @tparam string flag the option, e.g. "--output"
+-- @tparam string path
+-- @tparam string what the output's name in the message
+-- @tparam function ours `ours(head) -> boolean`
+-- @raise the one-line refusal
+function M.check_output(flag, path, what, ours)
   local target = link_target(path) or path
   local mode = lfs.attributes(target, "mode")
   if mode ~= nil then
@@ -558,8 +571,6 @@ function M.write_output(flag, path, data, what, ours)
         :format(what), path)
     end
   end
-  local ok, err = M.write_atomic(path, data)
-  if not ok then M.fail(flag, "file", "cannot write: " .. tostring(err), path) end
 end
 
 --- Parses a command-line scalar: `true`/`false` -> boolean, numbers ->

@@ -569,8 +569,8 @@ aps_reason aps_check_framework(const aps_training *t, const aps_strategy *s,
         } else if (hsdp) {
             aps_fmt(msg, n, "megatron: HSDP (fsdp_degree = %lld x dp_degree = "
                     "%lld) with --use-torch-fsdp2, which shards over the whole "
-                    "data-parallel group; Megatron-FSDP runs it "
-                    "(training.fsdp_impl = megatron_fsdp)",
+                    "data-parallel group; Megatron-FSDP runs HSDP without "
+                    "pipelines (training.fsdp_impl = megatron_fsdp)",
                     (long long)s->fsdp_degree, (long long)s->dp_degree);
             return APS_REASON_FRAMEWORK_UNSUPPORTED;
         }

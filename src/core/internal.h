@@ -627,9 +627,10 @@ double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
                                 int64_t i);
 
 /** Parameters of the largest FSDP unit on rank i (one layer, the embedding
- *  or the output layer with the final norm; TorchTitan wraps each). */
+ *  or the output layer with the final norm; TorchTitan wraps each), the
+ *  largest decoder layer holding `layer` parameters. */
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
-                               int64_t i);
+                               int64_t i, double layer);
 
 /* ---- moe.c: mixture of experts and multi-head latent attention ---- */
 
@@ -733,8 +734,8 @@ typedef struct {
                                  expert, MLA less the dense FFN and GQA;
                                  of which in linear layers */
     double experts, expert_matmul; /**< the routed experts on the rank */
-    double unit, unit_matmul; /**< one MoE layer's difference, experts
-                                   included (an FSDP unit's growth) */
+    double layer, layer_matmul; /**< one MoE layer's non-expert difference */
+    double unit, unit_matmul; /**< the same, its local experts included */
 } aps_moe_held;
 
 /** The sums over pipeline rank i's layers of aps_moe_cost (seconds). */
@@ -2042,6 +2043,13 @@ double aps_moe_flex_remote_domains(const aps_model *m, double E, double K,
 void aps_moe_stage_params(const aps_model *m, const aps_layout *lay,
                           const aps_moe_cost *mc, int64_t i,
                           aps_moe_held *out);
+/** How much an FSDP unit of one of the rank's MoE layers (of `layers`
+ *  decoder layers) adds to the rank's largest dense-layer unit: its
+ *  difference (with its local experts when `experts`: Megatron-FSDP's
+ *  units hold them, FSDP2's wrap them apart) where it is larger or every
+ *  layer is an MoE layer, else 0; *matmul the linear layers' share. */
+double aps_moe_unit_growth(const aps_moe_held *h, double layers, bool experts,
+                           double *matmul);
 int64_t aps_moe_stage_moe_layers(const aps_model *m, const aps_layout *lay,
                                  int64_t i);
 /** Megatron's --recompute-modules: known bits; under selective recompute

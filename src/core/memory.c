@@ -671,14 +671,20 @@ bool aps_fsdp_holds_stage(const aps_training *t, const aps_strategy *s,
  *  copies (both layouts; the gathered weight is one of them with
  *  fp8_param_gather), plus one unit's unsharded gradients before
  *  reduce-scatter; each capped by the profile's gather / reduce budget
- *  (DeepSpeed ZeRO-3). */
+ *  (DeepSpeed ZeRO-3).  An MoE layer's unit is its own parameters, not
+ *  the dense FFN's; its experts are a unit of their own (moe.c
+ *  expert_unit_buffers). */
 static double fsdp_buffers(const aps_model *m, const aps_training *t,
                            const aps_strategy *s, const aps_layout *lay,
-                           const aps_dp_plan *plan, int64_t i, double psi)
+                           const aps_dp_plan *plan,
+                           const aps_moe_held *moe, int64_t i, double psi)
 {
     double layers = (double)aps_layout_run_layers(lay, i);
-    double unit = aps_largest_unit_params(m, lay, i);
-    double layer_unit = aps_stage_layer_params_tp(m, lay, i);
+    double moe_matmul;
+    double grow = aps_moe_unit_growth(moe, layers, false, &moe_matmul);
+    double unit = aps_largest_unit_params(
+        m, lay, i, aps_largest_layer_params(m, lay, i) + grow);
+    double layer_unit = aps_stage_layer_params_tp(m, lay, i) + grow;
     bool whole = aps_fsdp_holds_stage(t, s, lay);
     double gathered = whole ? psi : unit + layer_unit;
     /* deferred gradient sync (profile defer_grad_sync, AutoModel):
@@ -693,7 +699,9 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
         reducing = fw->reduce_budget;
     double layer_matmul = aps_stage_layer_matmul_params(m, lay, i) /
                           (double)lay->t;
-    double gm = (whole ? layers : 2.0) * layer_matmul;
+    /* (the whole stage's MoE difference: aps_moe_stage_memory) */
+    double gm = whole ? layers * layer_matmul
+                      : 2.0 * (layer_matmul + moe_matmul);
     gm = gm < gathered ? gm : gathered; /* of which in linear layers */
     double held = aps_gathered_param_bytes(t, gathered, gm);
     double unsharded_grad = deferred ? APS_FP32_BYTES : plan->grad_reduce;
@@ -803,7 +811,7 @@ static void comm_buffers(const aps_model *m, const aps_training *t,
         mem[APS_MEM_COMM_FSDP] =
             aps_mfsdp_buffers(m, t, lay, plan, held, i, psi);
     else if (plan->fsdp_like)
-        mem[APS_MEM_COMM_FSDP] = fsdp_buffers(m, t, s, lay, plan, i, psi);
+        mem[APS_MEM_COMM_FSDP] = fsdp_buffers(m, t, s, lay, plan, held, i, psi);
     else if (plan->dp_group > 1)
         mem[APS_MEM_COMM_DP] = dp_buffers(t, plan);
     if (lay->p > 1) {

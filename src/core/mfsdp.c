@@ -134,11 +134,9 @@ double aps_mfsdp_buffers(const aps_model *m, const aps_training *t,
      * (gathered over the expert-data-parallel group) in place of the
      * dense FFN (adapter.py:166-173, 398-430); the largest unit where
      * dense layers share the rank */
-    if (held->moe_layers > 0 &&
-        (held->unit > 0 || held->moe_layers >= layers)) {
-        u += held->unit;
-        um += held->unit_matmul;
-    }
+    double gm_moe;
+    u += aps_moe_unit_growth(held, layers, true, &gm_moe);
+    um += gm_moe;
     psi += held->psi + held->experts;
     double U = comm_unit(t, plan->mfsdp, u);
     double outside = aps_stage_nonunit_params(m, lay, i);

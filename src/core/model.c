@@ -1662,10 +1662,10 @@ double aps_largest_layer_params(const aps_model *m, const aps_layout *lay,
 }
 
 double aps_largest_unit_params(const aps_model *m, const aps_layout *lay,
-                               int64_t i)
+                               int64_t i, double layer)
 {
     double h = (double)m->hidden_size, t = (double)lay->t;
-    double unit = aps_largest_layer_params(m, lay, i);
+    double unit = layer;
     double vocab = lay->vocab_padded * h / t;
     if (i == 0 && vocab > unit)
         unit = vocab;

@@ -1360,10 +1360,20 @@ void aps_moe_stage_params(const aps_model *m, const aps_layout *lay,
     out->matmul = hm * mc->dense_matmul_params + hl * mc->mla_matmul_params;
     out->experts = hm * mc->expert_params;
     out->expert_matmul = hm * mc->expert_matmul_params;
-    out->unit = mc->dense_params + mc->expert_params +
-                (delta ? mc->mla_params : 0.0);
-    out->unit_matmul = mc->dense_matmul_params + mc->expert_matmul_params +
-                       (delta ? mc->mla_matmul_params : 0.0);
+    out->layer = mc->dense_params + (delta ? mc->mla_params : 0.0);
+    out->layer_matmul =
+        mc->dense_matmul_params + (delta ? mc->mla_matmul_params : 0.0);
+    out->unit = out->layer + mc->expert_params;
+    out->unit_matmul = out->layer_matmul + mc->expert_matmul_params;
+}
+
+double aps_moe_unit_growth(const aps_moe_held *h, double layers, bool experts,
+                           double *matmul)
+{
+    double u = experts ? h->unit : h->layer;
+    bool grows = h->moe_layers > 0 && (u > 0 || h->moe_layers >= layers);
+    *matmul = grows ? (experts ? h->unit_matmul : h->layer_matmul) : 0.0;
+    return grows ? u : 0.0;
 }
 
 void aps_moe_stage_memory(const aps_model *m, const aps_training *t,

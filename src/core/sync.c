@@ -221,12 +221,25 @@ static void dp_sync(const aps_cluster *c, const aps_training *t,
     aps_set_perf(out, APS_PERF_DP_GRAD_SYNC, times * sync + gather, exposed);
 }
 
+/** How many times a step the gradients are reduced across HSDP replicas:
+ *  every micro-batch under a profile that syncs after each backward
+ *  (FSDP2 in TorchTitan) unless the gradients wait for the last one (a
+ *  pipeline stage's, PyTorch's set_requires_gradient_sync(False), or a
+ *  deferred sync: aps_fsdp_grads_deferred), else once. */
+static double replica_syncs(const aps_training *t, const aps_layout *lay)
+{
+    return aps_profile(t)->sync_every_microbatch &&
+                   !aps_fsdp_grads_deferred(t, lay)
+               ? (double)lay->m : 1.0;
+}
+
 /** HSDP_REPLICATE_SYNC: the all-reduce of the gradient shard (psi
  *  parameters over the sharding group) across plan->replicate replicas,
- *  hidden behind dp_overlap of tb. */
+ *  replica_syncs times, hidden behind dp_overlap of tb. */
 static void hsdp_sync(const aps_cluster *c, const aps_training *t,
                       const aps_strategy *s, const aps_dp_plan *plan,
-                      int64_t m, double psi, double tb, aps_estimate *out)
+                      const aps_layout *lay, double psi, double tb,
+                      aps_estimate *out)
 {
     double bw, alpha;
     dp_group_link(c, t, s->tp_degree * plan->shard_group, plan->replicate,
@@ -237,7 +250,7 @@ static void hsdp_sync(const aps_cluster *c, const aps_training *t,
      * backward; Megatron-FSDP on the last micro-batch's reduce only
      * (megatron_fsdp.py:776-786 @ d98e8a64: outer_fsdp_group_grad_reduce
      * needs is_last_microbatch) */
-    double times = aps_profile(t)->sync_every_microbatch ? (double)m : 1.0;
+    double times = replica_syncs(t, lay);
     aps_set_perf(out, APS_PERF_HSDP_REPLICATE_SYNC, times * ar,
                  times * aps_interfered(t, ar, max0(ar - t->dp_overlap * tb)));
 }
@@ -253,8 +266,8 @@ static void hsdp_sync(const aps_cluster *c, const aps_training *t,
  *  for the gather). */
 static void expert_sync(const aps_cluster *c, const aps_training *t,
                         const aps_strategy *s, const aps_dp_plan *plan,
-                        int64_t m, double expert_params, double tf,
-                        double tb, aps_estimate *out)
+                        const aps_layout *lay, double expert_params,
+                        double tf, double tb, aps_estimate *out)
 {
     int64_t edp = aps_moe_edp(s), shard = aps_moe_expert_shard(t, s, plan);
     int64_t replicas = edp / shard; /* HSDP's copies of each shard, else 1 */
@@ -278,11 +291,8 @@ static void expert_sync(const aps_cluster *c, const aps_training *t,
                 alpha);
         }
         if (replicas > 1) {
-            /* across HSDP replicas as the dense shard (hsdp_sync): FSDP2
-             * after every micro-batch */
-            double times = plan->fsdp_like &&
-                                   aps_profile(t)->sync_every_microbatch
-                               ? (double)m : 1.0;
+            /* across HSDP replicas as the dense shard (hsdp_sync) */
+            double times = plan->fsdp_like ? replica_syncs(t, lay) : 1.0;
             aps_group_link(c, apart * shard, replicas, &bw, &alpha);
             sync += times * aps_allreduce_time(replicas, grads / (double)shard,
                                                bw, alpha);
@@ -335,11 +345,11 @@ void aps_sync_perf(const aps_model *m, const aps_cluster *c,
     if (!plan->fsdp_like && plan->dp_group > 1)
         dp_sync(c, t, s, plan, lay->m, psi, matmul, tf, tb, out);
     if (plan->fsdp_like && plan->replicate > 1)
-        hsdp_sync(c, t, s, plan, lay->m, psi, tb, out);
+        hsdp_sync(c, t, s, plan, lay, psi, tb, out);
     double experts = 0.0; /* routed experts' parameters, busiest rank */
     for (int64_t i = 0; i < lay->p; i++)
         if (out->stages[i].expert_params > experts)
             experts = out->stages[i].expert_params;
-    expert_sync(c, t, s, plan, lay->m, experts, tf, tb, out);
+    expert_sync(c, t, s, plan, lay, experts, tf, tb, out);
     optimizer_step(c, t, s, plan, psi, experts, out);
 }

@@ -7,6 +7,7 @@
 -- and what Megatron-LM refuses of it.
 
 local core = require "apsearch.core"
+local H = require "spec_helpers"
 
 -- Llama-3.1-8B (examples/models/llama-3.1-8b.json), 8,030,261,248 parameters
 local PSI = 8030261248
@@ -79,6 +80,30 @@ describe("partial distributed optimizer", function()
       framework = "fsdp2", distributed_optimizer_instances = 4 })
     assert.is_false(ok)
     assert.truthy(tostring(err):find("training.distributed_optimizer_instances", 1, true))
+  end)
+
+  it("searches the space the single optimizer does: full recompute folds no recompute in, no strategy twice", function()
+    -- the probe of full recompute ran on a strategy without the distributed optimizer, which the
+    -- instances refuse: "none" was searched beside full / auto, the same strategy twice (a breaker's
+    -- round 13)
+    local function space(extra)
+      local args = { "run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2", "--top-k", "4",
+        "--set", "training.framework=megatron", "--format", "json" }
+      for _, a in ipairs(extra) do args[#args + 1] = a end
+      local code, out, err = H.apsearch(table.unpack(args))
+      assert.are.equal(0, code, err)
+      return require("cjson").decode(out)
+    end
+    local one, two = space({}), space({ "--set", "training.distributed_optimizer_instances=2" })
+    assert.are.equal(one.all_candidate_summary.space_size, two.all_candidate_summary.space_size)
+    -- the pairs were the same layout at the same step time, "none" and "full" of no layer
+    local seen = {}
+    for _, s in ipairs(two.top_k_strategies) do
+      local key = table.concat({ s.dp_degree, s.tp_degree, s.pp_degree, s.vpp_degree, s.cp_degree,
+        tostring(s.cp_comm_type), s.micro_batch_size, ("%.9g"):format(s.objective_value) }, " ")
+      assert.is_nil(seen[key], key)
+      seen[key] = true
+    end
   end)
 
   it("shards the routed experts over one instance's expert-data-parallel ranks", function()

@@ -219,6 +219,15 @@ describe("estimate --from result.json --rank N", function()
       "--rank", "1")
   end)
 
+  it("names the file for a bad training value the run had set with --set (not --set)", function()
+    local _, result = searched(dir, "setrec", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:2", "--top-k",
+      "1", "--set", "training.framework=megatron", "--set", "training.distributed_optimizer_instances=2")
+    result.inputs.training.distributed_optimizer_instances = -1
+    local bad = H.write(dir .. "/setrec_bad.json", json.encode(result))
+    refused("apsearch: --from: " .. bad .. ": inputs: training.distributed_optimizer_instances: must be 0 (one) or " ..
+      "in [1, 16777216] (got -1)", "estimate", "--from", bad, "--rank", "1")
+  end)
+
   it("refuses a hand-edited strategy field naming the file, the record and the field", function()
     local _, result = searched(dir, "edit", "--top-k", "1")
     for _, case in ipairs({ { "tp_degree", "2", 'must be a positive integer (got "2")' },
@@ -228,7 +237,7 @@ describe("estimate --from result.json --rank N", function()
       local saved = result.top_k_strategies[1][case[1]]
       result.top_k_strategies[1][case[1]] = case[2]
       local path = H.write(dir .. "/edited.json", json.encode(result))
-      refused("--from: " .. path .. ": top_k_strategies[1]." .. case[1] .. ": " .. case[3],
+      refused("--from: " .. path .. ": top_k_strategies[0]." .. case[1] .. ": " .. case[3],
         "estimate", "--from", path, "--rank", "1")
       result.top_k_strategies[1][case[1]] = saved
     end
@@ -252,7 +261,7 @@ describe("estimate --from result.json --rank N", function()
         { { mfu = 0.4 }, "nil" } }) do
       result.top_k_strategies[1].performance_cost = case[1]
       local path = H.write(dir .. "/nostep.json", json.encode(result))
-      refused("--from: " .. path .. ": top_k_strategies[1].performance_cost.step_time: expected a positive " ..
+      refused("--from: " .. path .. ": top_k_strategies[0].performance_cost.step_time: expected a positive " ..
         "number (got " .. case[2] .. ")", "estimate", "--from", path, "--rank", "1")
     end
     result.top_k_strategies[1].performance_cost = saved

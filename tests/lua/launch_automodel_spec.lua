@@ -105,6 +105,18 @@ describe("launch file rank<N>_automodel.yaml", function()
     assert.truthy(has(text, "    dispatcher: torch"))
   end)
 
+  it("reshards the MoE blocks and experts as the estimate does (the MoE parallelizer reads moe's setting)", function()
+    -- distributed.reshard_after_forward null leaves MoEParallelizerConfig's in force, which apply_fsdp
+    -- passes to the blocks and their experts (moe/parallelizer.py l.752-789 @ 36044ad3); it was written
+    -- false for every strategy, so a resharding estimate launched a job that keeps every layer gathered
+    local text = render(qwen3_30b(), { fsdp_degree = 16, ep_degree = 4, micro_batch_num = 4 }, nil, 16)
+    assert.truthy(has(text, "    reshard_after_forward: true"), text)
+    text = render(qwen3_30b(), { fsdp_degree = 16, ep_degree = 4, micro_batch_num = 4,
+      reshard_after_forward = false }, nil, 16)
+    assert.is_false(has(text, "    reshard_after_forward: true"), text)
+    assert.truthy(has(text, "    reshard_after_forward: false"), text)
+  end)
+
   it("writes the estimate's weight dtype, loss upcast, gradient sync and norm kernel", function()
     local text, differs = render(llama8b(), { fsdp_degree = 8 })
     assert.are.same({}, differs)

@@ -197,6 +197,17 @@ describe("Megatron-FSDP", function()
     t2.fsdp_impl = nil
     local tt = core.context(llama8b(), two, t2):estimate { fsdp_degree = 8, dp_degree = 2, micro_batch_size = 1 }
     assert.is_true(close(4 * ar, tt.performance_breakdown.hsdp_replicate_sync.total))
+    -- ... but a pipeline stage's gradients wait for the last backward (PyTorch's stage turns the
+    -- sync off until then): once a step, the largest stage's shard; its 2 replicas 4 ranks apart
+    -- are in one host (NVLink)
+    local tp2 = core.context(llama8b(), two, t2):estimate { fsdp_degree = 4, dp_degree = 2, pp_degree = 2,
+      micro_batch_size = 1 }
+    local psi = 0
+    for _, st in ipairs(tp2.stages) do psi = math.max(psi, st.params) end
+    local nvl = dev.intra_node_bandwidth * dev.collective_efficiency
+    local ar2 = 2 * 1 / 2 * BF16 * psi / 4 / nvl + 2 * dev.intra_node_latency
+    assert.is_true(close(ar2, tp2.performance_breakdown.hsdp_replicate_sync.total),
+      ("%.6f vs %.6f"):format(ar2, tp2.performance_breakdown.hsdp_replicate_sync.total))
     -- --use-torch-fsdp2 shards over the whole data-parallel group: no HSDP
     local r = core.context(llama8b(), two, training({ fsdp_impl = "torch_fsdp2" }))
       :estimate { fsdp_degree = 8, dp_degree = 2, micro_batch_size = 1 }

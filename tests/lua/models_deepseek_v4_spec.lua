@@ -162,7 +162,7 @@ describe("deepseek_v4: refusals and bad values name the file, key and value", fu
         "no bias; false is (got true)" },
       { { tie_word_embeddings = true }, "NotImplemented: m.json: tie_word_embeddings: DeepseekV4ForCausalLM's " ..
         "lm_head is its own; false is (got true)" },
-      { { compress_ratios = list(44, 4, { [1] = 0 }) }, "NotImplemented: m.json: compress_ratios[44]: a compressed " ..
+      { { compress_ratios = list(44, 4, { [1] = 0 }) }, "NotImplemented: m.json: compress_ratios[43]: a compressed " ..
         "MTP layer: apsearch prices the MTP layer sliding-window only (0) (got 4)" },
     }
     for _, c in ipairs(cases) do assert.are.equal(c[2], refused(c[1])) end
@@ -172,11 +172,11 @@ describe("deepseek_v4: refusals and bad values name the file, key and value", fu
     local cases = {
       { { compress_ratios = { 0, 4 } }, "compress_ratios: expected an array of num_hidden_layers = 43 entries " ..
         "(or 44 with the MTP layers')" },
-      { { compress_ratios = list(43, 4, { [3] = 5 }) }, "compress_ratios[3]: expected 0, 4 or 128 " ..
+      { { compress_ratios = list(43, 4, { [3] = 5 }) }, "compress_ratios[2]: expected 0, 4 or 128 " ..
         "(transformers' _COMPRESS_RATIO_TO_LAYER_TYPE: sliding, CSA, HCA) (got 5)" },
-      { { layer_types = list(43, "full_attention") }, "layer_types[1]: expected sliding_attention, " ..
+      { { layer_types = list(43, "full_attention") }, "layer_types[0]: expected sliding_attention, " ..
         "compressed_sparse_attention or heavily_compressed_attention (got \"full_attention\")" },
-      { { mlp_layer_types = list(43, "moe", { [2] = "dense" }) }, "mlp_layer_types[2]: expected hash_moe or moe " ..
+      { { mlp_layer_types = list(43, "moe", { [2] = "dense" }) }, "mlp_layer_types[1]: expected hash_moe or moe " ..
         "(got \"dense\")" },
       { { num_hash_layers = 50 }, "num_hash_layers: expected at most num_hidden_layers = 43 (got 50)" },
       { { num_hash_layers = -1 }, "num_hash_layers: expected an integer in [0, " },
@@ -222,7 +222,7 @@ describe("deepseek_v4: refusals and bad values name the file, key and value", fu
     path = write_config(changed({ compress_ratios = list(43, 4, { [7] = 64 }) }))
     code, out, err = H.apsearch("inspect", path)
     assert.are.equal(2, code)
-    assert.truthy(err:find(path .. ": compress_ratios[7]: expected 0, 4 or 128", 1, true), err)
+    assert.truthy(err:find(path .. ": compress_ratios[6]: expected 0, 4 or 128", 1, true), err)
   end)
 end)
 

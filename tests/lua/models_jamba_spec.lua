@@ -171,7 +171,15 @@ describe("Jamba", function()
       assert.truthy(code == 0 or code == 1, err)
       return cjson.decode(out).estimate.memory_breakdown.comm_buffers.fsdp
     end
-    assert.are.equal(2 * 2818572288, fsdp(1) - fsdp(2))
+    -- and with experts on every layer no layer has the dense MLP: the
+    -- largest unit is the output layer and its norm (65,536 x 4096 + 4096)
+    -- where a Mamba layer with its MLP was (mixer + 3 h F + 2 h), and the
+    -- mean layer's unit holds the router (h x 16) in place of the MLP; both
+    -- gathered in bf16, the largest one's gradients unsharded in fp32
+    local head, mamba = 65536 * h + h, mixer + mlp + 2 * h
+    local router_for_mlp = h * 16 - mlp
+    local units = 2 * ((head - mamba) + router_for_mlp) + 4 * (head - mamba)
+    assert.are.equal(2 * 2818572288 + units, fsdp(1) - fsdp(2))
     -- without them (one expert a layer: the MLP) the unit is the dense layer's
     local c = mini()
     c.num_experts = 1

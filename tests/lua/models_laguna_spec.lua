@@ -91,8 +91,8 @@ describe("Laguna XS.2", function()
   it("refuses what transformers would not build, naming the key", function()
     local c = config()
     c.num_attention_heads_per_layer[5] = 64 -- a full layer like the windowed ones
-    assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("^NotImplemented: l%.json: num_attention_heads_per_layer%[5%]: " ..
-      "full_attention layers with 48 query heads %(layer 1, 1%-based%) and 64 %(this one%)"))
+    assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("^NotImplemented: l%.json: num_attention_heads_per_layer%[4%]: " ..
+      "full_attention layers with 48 query heads %(entry 0%) and 64 %(this one%)"))
     c = config()
     c.gating = "per-channel"
     assert.are.equal('l.json: gating: expected true, false, "per-head" or "per-element" (got "per-channel")',
@@ -113,8 +113,8 @@ describe("Laguna XS.2", function()
     end
     c = config()
     c.num_attention_heads_per_layer[2] = 32 -- the first windowed layer
-    assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("num_attention_heads_per_layer[3]: sliding_attention " ..
-      "layers with 32 query heads (layer 2, 1-based) and 64 (this one)", 1, true))
+    assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("num_attention_heads_per_layer[2]: sliding_attention " ..
+      "layers with 32 query heads (entry 1) and 64 (this one)", 1, true))
     c = config()
     c.num_attention_heads_per_layer = { 48, 64 }
     assert.truthy(H.err_of(hf.from_config, c, "l.json"):find("^l%.json: num_attention_heads_per_layer: expected a " ..

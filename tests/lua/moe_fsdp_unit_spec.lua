@@ -13,8 +13,10 @@ local H = require "spec_helpers"
 describe("MoE FSDP buffers", function()
   -- Qwen3-30B-A3B on 8 B200, TorchTitan FSDP 8, no EP: halving its 128
   -- experts of 3 x 2048 x 768 removes 64 x 4,718,592 = 301,989,888 of one
-  -- layer's expert weights from the buffers, 6 bytes each; the dense
-  -- layer's unit (fsdp_buffers) stays
+  -- layer's expert weights from the buffers, 6 bytes each, and 64 x 2048
+  -- of the router from the MoE layer's own unit (fsdp_buffers: gathered in
+  -- bf16 beside the embedding's, the largest unit, whose gradients are the
+  -- ones held unsharded)
   it("counts one layer's experts gathered and their unsharded gradients", function()
     local cluster = { device = "b200", num_devices = 8, devices_per_node = 8 }
     local function fsdp(experts)
@@ -25,7 +27,7 @@ describe("MoE FSDP buffers", function()
                                                         layer_recompute = "full" })
       return e.memory_breakdown.comm_buffers.fsdp
     end
-    assert.are.equal(6 * 64 * 3 * 2048 * 768, fsdp(128) - fsdp(64))
+    assert.are.equal(6 * 64 * 3 * 2048 * 768 + 2 * 64 * 2048, fsdp(128) - fsdp(64))
   end)
 
   -- Under pipeline parallelism TorchTitan keeps a stage's FSDP units gathered

@@ -215,6 +215,29 @@ describe("apsearch run --out: atomic result sets", function()
     assert.truthy(err:find("removed " .. staged .. ", the set directory of an interrupted run", 1, true), err)
   end)
 
+  it("keeps a set another link next to DIR points to: a result kept by renaming its link, or linked again", function()
+    local base = tmpdir()
+    local dir = base .. "/res"
+    assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "1", "--out", dir)))
+    -- mv res keep: a working link to a complete set (a breaker's round 13: it was removed as an
+    -- interrupted run's)
+    assert(os.rename(dir, base .. "/keep"))
+    local kept = lfs.symlinkattributes(base .. "/keep", "target")
+    local code, _, err = apsearch("run", "--top-k", "1", "--out", dir)
+    assert.are.equal(0, code, err)
+    check_set(dir)
+    assert.truthy(read(base .. "/keep/result.json"):find('"top_k_strategies"', 1, true))
+    assert.truthy(err:find("kept " .. base .. "/" .. kept .. ": the link " .. base .. "/keep points to it", 1, true), err)
+    -- ln -s to the set DIR shows, then a run of DIR: the previous set stays for the other link
+    local now = lfs.symlinkattributes(dir, "target")
+    assert(lfs.link(now, base .. "/also", true))
+    code, _, err = apsearch("run", "--top-k", "1", "--out", dir)
+    assert.are.equal(0, code, err)
+    assert.truthy(read(base .. "/also/result.json"):find('"top_k_strategies"', 1, true))
+    assert.truthy(err:find("kept the previous set " .. base .. "/" .. now .. ": the link " .. base ..
+      "/also points to it", 1, true), err)
+  end)
+
   it("cleans a set killed while its unnamed file had a name (no O_TMPFILE: mkostemp, then unlink)", function()
     local base = tmpdir()
     local dir = base .. "/out"

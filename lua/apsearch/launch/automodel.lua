@@ -30,7 +30,9 @@
 --   selective -> "selective" (TorchTitan-style op SAC); a partial full
 --   recompute NOT EXPRESSIBLE
 -- * reshard_after_forward false -> FSDP2Config.reshard_after_forward false;
---   true -> null (AutoModel's heuristic: reshard all but the last layer)
+--   true -> null (AutoModel's heuristic: reshard all but the last layer);
+--   with EP, distributed.moe.reshard_after_forward the estimate's (the MoE
+--   parallelizer's, which the null leaves in force)
 -- * moe_token_dispatcher flex -> model.backend.dispatcher deepep / hybridep
 --   (training.moe_flex_dispatcher_backend), allgather -> torch
 -- * precision bf16 -> mp_policy bf16 / fp32 reduce over fp32 weights
@@ -373,7 +375,11 @@ local function pipeline_keys(w, g)
     end
   end
   if g.ep > 1 then
-    K("distributed.moe.reshard_after_forward", false)
+    -- the MoE parallelizer reshards the blocks and their experts as this
+    -- says when distributed.reshard_after_forward is null (moe/
+    -- parallelizer.py apply_fsdp l.752-789, _transformers/infrastructure.py
+    -- l.389-411 @ 36044ad3): the estimate's reshard_after_forward
+    K("distributed.moe.reshard_after_forward", r.reshard_after_forward ~= false)
     K("distributed.moe.ignore_router_for_ac", true)
   end
 end

@@ -238,7 +238,7 @@ function M.check(r, path)
   if not is_array(top) then fail("top_k_strategies", "expected an array", top) end
   local ranks = {}
   for i, rec in ipairs(top) do
-    local at = "top_k_strategies[" .. i .. "]"
+    local at = "top_k_strategies[" .. (i - 1) .. "]" -- the JSON array's index
     if type(rec) ~= "table" then fail(at, "expected an object", rec) end
     positive(at .. ".rank", rec.rank, true)
     if ranks[rec.rank] then fail(at .. ".rank", "repeated", rec.rank) end
@@ -264,7 +264,7 @@ function M.check(r, path)
       if mc.per_stage ~= nil then
         if not is_array(mc.per_stage) then fail(at .. ".memory_cost.per_stage", "expected an array", mc.per_stage) end
         for j, st in ipairs(mc.per_stage) do
-          if type(st) ~= "table" then fail(at .. ".memory_cost.per_stage[" .. j .. "]", "expected an object", st) end
+          if type(st) ~= "table" then fail(at .. ".memory_cost.per_stage[" .. (j - 1) .. "]", "expected an object", st) end
         end
       end
     end

@@ -1385,8 +1385,9 @@ function M.parse_strategy(list)
       local name = schema.strategy_aliases[k] or k
       local kind = schema.strategy[name]
       if not kind then
-        util.fail("--strategy", typed, require("apsearch.suggest").unknown("unknown strategy field", typed,
-          schema.dimensions), v)
+        local other = schema.elsewhere(typed)
+        util.fail("--strategy", typed, require("apsearch.suggest").unknown("unknown strategy field" ..
+          (other and ("; " .. other) or ""), typed, schema.dimensions), v)
       end
       local value
       -- recompute_modules joins its modules with '/' (Megatron's list);

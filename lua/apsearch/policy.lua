@@ -495,7 +495,8 @@ table.sort(FIX_SHORT)
 local function apply_fix(raw, key, value)
   local dim = schema.strategy_aliases[key] or key
   if not schema.strategy[dim] or dim == "allow_idle_devices" then
-    local hint = suggest.did_you_mean(key, schema.dimensions) or suggest.did_you_mean(key, FIX_SHORT)
+    local hint = schema.elsewhere(key) or suggest.did_you_mean(key, schema.dimensions)
+      or suggest.did_you_mean(key, FIX_SHORT)
     util.fail("--fix", key, "unknown search dimension" .. (hint and ("; " .. hint) or "") ..
       " (known: " .. util.join(schema.dimensions) .. ")", value)
   end

@@ -602,4 +602,19 @@ function M.check_value(kind, v, fail)
   return v
 end
 
+--- Where a name that is no strategy field belongs, for the message that
+-- refuses it under --fix or --strategy: "the training field
+-- training.precision: --set training.precision=VALUE" when a model,
+-- cluster or training table has a field of that name, else nil.
+-- @tparam string key the name as given
+-- @treturn string|nil
+function M.elsewhere(key)
+  for _, part in ipairs({ "training", "model", "cluster" }) do
+    if type(M[part]) == "table" and M[part][key] ~= nil then
+      return ("it is a %s field: --set %s.%s=VALUE"):format(part, part, key)
+    end
+  end
+  return nil
+end
+
 return M

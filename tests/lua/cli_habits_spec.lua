@@ -816,6 +816,11 @@ describe("did you mean, in the remaining places", function()
     local code, _, err = H.apsearch("estimate", "--strategy", "tp_degre=2")
     assert.are.equal(2, code)
     assert.truthy(err:find('unknown strategy field; did you mean "tp_degree"?', 1, true), err)
+    -- a training field given as a strategy field: where it goes (a breaker's round 13)
+    code, _, err = H.apsearch("estimate", "--strategy", "precision=fp8")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("precision: unknown strategy field; it is a training field: --set " ..
+      "training.precision=VALUE", 1, true), err)
   end)
 end)
 

@@ -451,6 +451,10 @@ describe("--set and --fix", function()
     assert.truthy(err_of(norm, base(), { fix = { "mbss=2" } }):find('unknown search dimension; did you mean "mbs"?',
       1, true))
     assert.truthy(err_of(norm, base(), { fix = { "tp_degre=2" } }):find('did you mean "tp_degree"? (', 1, true))
+    -- a training field: where it goes
+    assert.truthy(err_of(norm, base(), { fix = { "distributed_optimizer_instances=2" } }):find(
+      "unknown search dimension; it is a training field: --set training.distributed_optimizer_instances=VALUE",
+      1, true))
   end)
 
   it("--fix replaces an alias spelling of the same dimension", function()

@@ -1303,6 +1303,20 @@ typedef struct {
                                         group, each sharded over dp x cp /
                                         this many consecutive ranks; 0 or 1
                                         = one */
+    int64_t local_batch_size;      /**< sequences per data-parallel rank
+                                        in one forward-backward pass of
+                                        TorchTitan (training.local_batch_
+                                        size; HEAD: parallelism.num_pp_
+                                        microbatches x the micro-batch)
+                                        or NeMo AutoModel (step_scheduler.
+                                        local_batch_size): with pipeline
+                                        parallelism a step runs (B / D) /
+                                        this many passes, each one
+                                        pipeline schedule of this / b
+                                        micro-batches; without it the
+                                        micro-batch itself.  0 = the
+                                        rank's whole step in one pass (as
+                                        apsearch's launch files write) */
     int64_t dp_collective_rails;   /**< NICs per node that data-parallel and
                                         sharding collectives spread over;
                                         0 = the framework's default (all of
@@ -1644,7 +1658,11 @@ typedef struct {
     bool feasible;
     aps_reason reason;
     char reason_msg[APS_REASON_LEN];
-    int64_t micro_batch_num;      /**< m actually used */
+    int64_t micro_batch_num;      /**< m actually used, per step */
+    int64_t gradient_accumulation_steps; /**< pipeline schedules per step,
+                                       each of micro_batch_num / this
+                                       micro-batches (training.
+                                       local_batch_size); 1 otherwise */
     int64_t devices_used;
     double vocab_padded;          /**< V padded for memory and FLOPs */
     double params_total;          /**< whole model, unpadded V */

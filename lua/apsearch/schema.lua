@@ -224,6 +224,8 @@ M.training = {
   pp_p2p_overlap = "fraction", dp_collective_rails = "nonnegint",
   -- Megatron's partial distributed optimizer (--num-distributed-optimizer-instances)
   distributed_optimizer_instances = "nonnegint",
+  -- TorchTitan's / AutoModel's local batch: a step's pipeline passes
+  local_batch_size = "nonnegint",
   overlap_interference = "fraction", moe_load_imbalance = "nonneg",
   mtp_num_layers = "nonnegint", mtp_repeated_layer = "bool",
   -- DeepSeek Sparse Attention: the indexer trained with its sparse KL loss

@@ -344,6 +344,10 @@ local function topk_record(rank, est, capacity, training)
     hardware_flops_per_step = est.hardware_flops_per_step,
     -- what the CUDA graphs the step is priced with capture (ctx:estimate)
     cuda_graph_scope = est.cuda_graph_scope,
+    -- pipeline schedules per step (training.local_batch_size), when more
+    -- than one
+    gradient_accumulation_steps = (est.gradient_accumulation_steps or 1) > 1 and
+      est.gradient_accumulation_steps or nil,
   }
   rec.devices_used = est.devices_used
   rec.feasible = est.feasible

@@ -524,6 +524,11 @@ function M.case_inputs(row)
   if given(row, "loss_chunks") then
     training.loss_chunks = need_posint(row, "loss_chunks")
   end
+  -- TorchTitan's / AutoModel's local batch: a pipeline pass's sequences
+  -- per data-parallel rank (training.local_batch_size)
+  if given(row, "local_batch_size") then
+    training.local_batch_size = need_posint(row, "local_batch_size")
+  end
   -- the flex dispatcher's library (Megatron --moe-flex-dispatcher-backend);
   -- empty: Megatron's default, deepep
   -- NeMo AutoModel's BackendConfig.rms_norm (an automodel row; the core
@@ -1349,7 +1354,7 @@ M.OPTIONAL = {
   "nvlink_domain_size", "cp_comm_type", "reshard_after_forward", "pipeline_layout",
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
   "offload_modules", "activation_offload_fraction",
-  "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks", "microbatch_group_size",
+  "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks", "local_batch_size", "microbatch_group_size",
   "rms_norm_backend",
   -- Megatron's first and last layers in bf16 (M.bf16_layers_columns)
   "first_last_layers_bf16", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16",

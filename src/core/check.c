@@ -272,13 +272,10 @@ aps_reason aps_check_cp(const aps_model *m, const aps_training *t,
     return APS_REASON_NONE;
 }
 
-/** m = B / (b * D), or the given micro_batch_num. */
+/** Micro-batches of one pipeline schedule (aps_step_passes). */
 static int64_t microbatches(const aps_training *t, const aps_strategy *s)
 {
-    if (s->micro_batch_num > 0)
-        return s->micro_batch_num;
-    int64_t per = s->micro_batch_size * s->dp_degree * s->fsdp_degree;
-    return per > 0 ? t->global_batch_size / per : 0;
+    return aps_step_microbatches(t, s) / aps_step_passes(t, s);
 }
 
 bool aps_check_schedule_size(const aps_training *t, const aps_strategy *s,
@@ -422,6 +419,49 @@ static aps_reason check_interleaved_groups(const aps_strategy *s, int64_t m,
     return APS_REASON_NONE;
 }
 
+/** training.local_batch_size L against strategy s, whose data-parallel
+ *  rank takes m micro-batches of b sequences a step: TorchTitan
+ *  (pytorch/torchtitan b5bcd76c trainer.py l.409-428: the gradient
+ *  accumulation steps divide the step's tokens by a pass's) and NeMo
+ *  AutoModel (36044ad3 components/training/step_scheduler.py l.109-123;
+ *  recipes/llm/train_ft.py l.542-548: a pass is one pipeline schedule of
+ *  local_batch_size / pp_microbatch_size micro-batches, at least pp_size
+ *  of them) take L a multiple of b dividing m b under pipeline
+ *  parallelism, and L = b without it (the local batch is the
+ *  micro-batch). */
+static aps_reason check_local_batch(const aps_training *t,
+                                    const aps_strategy *s, char *msg,
+                                    size_t n)
+{
+    int64_t L = t->local_batch_size, b = s->micro_batch_size;
+    int64_t per_rank = aps_step_microbatches(t, s) * b;
+    if (L > 0 && s->pp_degree <= 1 && b != L) {
+        aps_fmt(msg, n, "training.local_batch_size = %lld: without pipeline "
+                "parallelism the local batch is the micro-batch, so "
+                "micro_batch_size must be %lld (got %lld)", (long long)L,
+                (long long)L, (long long)b);
+        return APS_REASON_BATCH_DIVISIBILITY;
+    }
+    if (L > 0 && s->pp_degree > 1 && (L % b != 0 || per_rank % L != 0)) {
+        aps_fmt(msg, n, "training.local_batch_size = %lld must be a multiple "
+                "of micro_batch_size = %lld that divides the %lld sequences "
+                "a data-parallel rank takes per step (global_batch_size / "
+                "data-parallel size)", (long long)L, (long long)b,
+                (long long)per_rank);
+        return APS_REASON_BATCH_DIVISIBILITY;
+    }
+    int64_t mb = microbatches(t, s);
+    if (t->framework == APS_FW_AUTOMODEL && s->pp_degree > 1 &&
+        mb < s->pp_degree) {
+        aps_fmt(msg, n, "automodel: %lld micro-batches per pipeline schedule "
+                "(pp_batch_size / pp_microbatch_size) < pp_degree = %lld: "
+                "AutoModel asserts at least pp_size (recipes/llm/"
+                "train_ft.py:547)", (long long)mb, (long long)s->pp_degree);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    return APS_REASON_NONE;
+}
+
 aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                         const aps_strategy *s, char *msg, size_t n)
 {
@@ -429,6 +469,9 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
     if (r0 != APS_REASON_NONE)
         return r0; /* keeps this check safe to call on its own */
     int64_t layers[APS_MAX_STAGES];
+    aps_reason rl = check_local_batch(t, s, msg, n);
+    if (rl != APS_REASON_NONE)
+        return rl;
     if (s->vpp_degree > 1 && s->pp_degree < 2) {
         aps_fmt(msg, n, "vpp_degree = %lld needs pp_degree > 1 (got %lld)",
                 (long long)s->vpp_degree, (long long)s->pp_degree);

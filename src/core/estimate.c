@@ -94,6 +94,34 @@ static void run_stages(const aps_model *m, const aps_cluster *c,
     out->mem_limited = out->stages[worst].mem_limited;
 }
 
+/** A step of lay->passes pipeline schedules (training.local_batch_size):
+ *  every term of one pass -- its micro-batches, bubble, point-to-point
+ *  and the data-parallel gathers and reduction at its last backward
+ *  (torch.distributed.pipelining stage.py backward_maybe_with_nosync, as
+ *  TorchTitan and AutoModel run it) -- once per pass; the optimizer once
+ *  per step (TorchTitan trainer.py train_step: gradient accumulation
+ *  then optimizers.step), and the data-parallel terms too where the
+ *  gradients stay unsharded across the passes
+ *  (aps_recipe_pp_reduce_per_pass). */
+static void repeat_passes(const aps_model *m, const aps_training *t,
+                          const aps_layout *lay, aps_estimate *out)
+{
+    if (lay->passes <= 1)
+        return;
+    double g = (double)lay->passes;
+    bool per_pass = aps_recipe_pp_reduce_per_pass(m, t);
+    for (int k = 0; k < APS_PERF_COUNT; k++) {
+        bool dp = k == APS_PERF_FSDP_ALLGATHER ||
+                  k == APS_PERF_FSDP_REDUCESCATTER ||
+                  k == APS_PERF_DP_GRAD_SYNC ||
+                  k == APS_PERF_HSDP_REPLICATE_SYNC;
+        if (k == APS_PERF_OPTIMIZER || (dp && !per_pass))
+            continue;
+        out->perf_total[k] *= g;
+        out->perf_exposed[k] *= g;
+    }
+}
+
 /** The per-step terms from the stages: m micro-batches of the slowest
  *  stage, the pipeline's, data parallelism's and the optimizer's; the
  *  step time is the sum of their exposed parts. */
@@ -110,6 +138,7 @@ static aps_status step_terms(const aps_model *m, const aps_cluster *c,
     if (st != APS_OK)
         return st;
     aps_sync_perf(m, c, t, s, lay, plan, sp->tf, sp->tb, out);
+    repeat_passes(m, t, lay, out);
     out->step_time = 0.0;
     for (int k = 0; k < APS_PERF_COUNT; k++)
         out->step_time += out->perf_exposed[k];
@@ -156,7 +185,8 @@ aps_status aps_estimate_run(const aps_model *m, const aps_cluster *c,
         aps_layer_times(m, c, t, s, NULL, &lc);
         aps_moe_layer_cost(m, c, t, s, &lc.moe);
     }
-    out->micro_batch_num = lay.m;
+    out->micro_batch_num = lay.m * lay.passes;
+    out->gradient_accumulation_steps = lay.passes;
     out->vocab_padded = lay.vocab_padded;
     out->devices_used = aps_strategy_devices(s);
     out->num_stages = lay.p;

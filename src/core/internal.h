@@ -86,7 +86,17 @@ typedef struct {
     bool pp_unsharded_grads;     /**< FSDP under pipeline parallelism keeps
                                       parameters and gradients unsharded
                                       across micro-batches, reducing once
-                                      per step */
+                                      per pass (aps_layout passes) */
+    bool pp_moe_reduce_once;     /**< under pipeline parallelism an MoE
+                                      model's FSDP gradients stay unsharded
+                                      across a step's passes, reduced at the
+                                      optimizer step's last backward only
+                                      (AutoModel's MoEFSDPSyncMixin) */
+    bool pp_local_batch;         /**< the trainer runs a step as passes of
+                                      training.local_batch_size sequences,
+                                      each one torch.distributed.pipelining
+                                      schedule (TorchTitan trainer.py,
+                                      AutoModel train_ft.py) */
     bool defer_grad_sync;        /**< without pipeline parallelism, FSDP
                                       gradients of micro-batches before the
                                       last are not reduced: they accumulate
@@ -186,7 +196,11 @@ const aps_framework_profile *aps_profile(const aps_training *t);
 
 /** Layer counts per stage plus derived quantities every estimator needs. */
 typedef struct {
-    int64_t p, v, m, t, c, b, s_local; /**< s_local = s / c */
+    int64_t p, v, m, t, c, b, s_local; /**< s_local = s / c; m the
+                                            micro-batches of one pass */
+    int64_t passes;                    /**< pipeline schedules per step,
+                                            each of m micro-batches
+                                            (aps_step_passes) */
     int64_t layers[APS_MAX_STAGES];
     int64_t first[APS_MAX_STAGES];
     int64_t recompute[APS_MAX_STAGES]; /**< layers fully recomputed */
@@ -289,6 +303,17 @@ int64_t aps_layout_run_layers(const aps_layout *lay, int64_t i);
  *  lay->recompute[i] and, under the uniform method
  *  (aps_layout.mtp_recompute), its multi-token-prediction layers. */
 int64_t aps_layout_run_recompute(const aps_layout *lay, int64_t i);
+
+/** Micro-batches of strategy s in one step: its micro_batch_num, else
+ *  B / (b * D) with D = dp x fsdp (0 when D b is 0). */
+int64_t aps_step_microbatches(const aps_training *t, const aps_strategy *s);
+/** Pipeline schedules a step of strategy s runs: (B / D) / L with L =
+ *  training.local_batch_size under pipeline parallelism (TorchTitan
+ *  trainer.py gradient_accumulation_steps, AutoModel step_scheduler.py
+ *  grad_acc_steps), else 1 (without PP the micro-batch is the local
+ *  batch; one step of m micro-batches).  Assumes aps_check_pp passed
+ *  (L a multiple of b dividing B / D). */
+int64_t aps_step_passes(const aps_training *t, const aps_strategy *s);
 
 /** Fills the layout; returns a reason when the partition is invalid. */
 aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
@@ -1310,6 +1335,14 @@ bool aps_recipe_compile_loss(const aps_training *t);
  *  last micro-batch: training.defer_fsdp_grad_sync when set (AutoModel
  *  FSDP2Config), else the profile's defer_grad_sync. */
 bool aps_recipe_defer_grad_sync(const aps_training *t);
+/** Whether FSDP reduces (and reshards) a model's gradients at the last
+ *  backward of every pipeline schedule (torch.distributed.pipelining
+ *  stage.py backward_maybe_with_nosync: TorchTitan, AutoModel's dense
+ *  models) rather than once per optimizer step (profile
+ *  pp_moe_reduce_once with experts: AutoModel moe/fsdp_mixin.py l.306-310
+ *  @ 36044ad3, `last_backward and get_is_optim_step()`). */
+bool aps_recipe_pp_reduce_per_pass(const aps_model *m,
+                                   const aps_training *t);
 
 /** Bytes per element of the T k x h routed-token operand an MoE layer keeps
  *  for the gradient of its routing scores when the framework multiplies

@@ -664,6 +664,38 @@ bool aps_fsdp_holds_stage(const aps_training *t, const aps_strategy *s,
            (lay->p > 1 && aps_profile(t)->pp_unsharded_grads);
 }
 
+/** Parameters of rank i (psi in all) whose unsharded fp32 gradients
+ *  accumulate at once when FSDP defers its reduction: every one, except
+ *  under torch.distributed.pipelining's Interleaved1F1B (pp_schedule 1f1b,
+ *  vpp_degree > 1, profile pp_unsharded_grads) with one round (m < 2p):
+ *  there a rank runs each model chunk's backwards one after another
+ *  (schedules.py @ pytorch 1fd7abc2 ScheduleInterleaved1F1B:
+ *  number_of_rounds = max(1, m // p), backward_stage_index steps to the
+ *  next chunk every microbatches_per_round backwards) and the stage's
+ *  last backward reduce-scatters its chunk (stage.py
+ *  backward_maybe_with_nosync, run_post_backward), so one chunk's are
+ *  held: psi less the layers (layer parameters each) of the rank's other
+ *  chunks than its largest (the embedding and output layer stay in,
+ *  whichever chunk holds them).  Not where the stage reduces once per
+ *  optimizer step (aps_recipe_pp_reduce_per_pass). */
+static double deferred_grad_params(const aps_model *m,
+                                   const aps_training *t,
+                                   const aps_layout *lay, int64_t i,
+                                   double psi, double layer)
+{
+    if (!(lay->p > 1 && lay->v > 1 && lay->sched == APS_PP_1F1B &&
+          aps_profile(t)->pp_unsharded_grads && lay->m < 2 * lay->p &&
+          aps_recipe_pp_reduce_per_pass(m, t)))
+        return psi;
+    int64_t big = 0, all = aps_layout_run_layers(lay, i);
+    for (int64_t k = 0; k < lay->v; k++) {
+        int64_t n = aps_layout_chunk(lay, i, k);
+        big = n > big ? n : big;
+    }
+    double kept = psi - (double)(all - big) * layer;
+    return kept > 0.0 ? kept : psi;
+}
+
 /** FSDP buffers of rank i (psi parameters): the unsharded parameters of
  *  the current and the prefetched unit (or all units when not resharding
  *  after forward) in the gather dtype -- bf16, or the quantized format
@@ -691,7 +723,8 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
      * with more than one micro-batch the unsharded fp32 gradients of
      * every unit stay until the last micro-batch's reduce-scatter */
     bool deferred = aps_fsdp_grads_deferred(t, lay);
-    double reducing = deferred ? psi : unit;
+    double reducing =
+        deferred ? deferred_grad_params(m, t, lay, i, psi, layer_unit) : unit;
     const aps_framework_profile *fw = aps_profile(t);
     if (fw->gather_budget > 0 && gathered > fw->gather_budget)
         gathered = fw->gather_budget;

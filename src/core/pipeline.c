@@ -363,6 +363,23 @@ int64_t aps_given_recompute(const aps_strategy *s, int64_t i, int64_t k)
                ? k : want;
 }
 
+int64_t aps_step_microbatches(const aps_training *t, const aps_strategy *s)
+{
+    if (s->micro_batch_num > 0)
+        return s->micro_batch_num;
+    int64_t per = s->micro_batch_size * s->dp_degree * s->fsdp_degree;
+    return per > 0 ? t->global_batch_size / per : 0;
+}
+
+int64_t aps_step_passes(const aps_training *t, const aps_strategy *s)
+{
+    int64_t L = t->local_batch_size;
+    if (L <= 0 || s->pp_degree <= 1)
+        return 1;
+    int64_t per_rank = aps_step_microbatches(t, s) * s->micro_batch_size;
+    return per_rank >= L ? per_rank / L : 1;
+}
+
 aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
                             const aps_strategy *s, aps_layout *lay,
                             char *msg, size_t n)
@@ -373,10 +390,8 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
     lay->c = s->cp_degree;
     lay->b = s->micro_batch_size;
     lay->s_local = t->seq_length / s->cp_degree;
-    lay->m = s->micro_batch_num > 0
-                 ? s->micro_batch_num
-                 : t->global_batch_size /
-                       (s->micro_batch_size * s->dp_degree * s->fsdp_degree);
+    lay->passes = aps_step_passes(t, s);
+    lay->m = aps_step_microbatches(t, s) / lay->passes;
     lay->vocab_padded = aps_padded_vocab(m, t, s->tp_degree);
     lay->sched = aps_strategy_sched(s);
     lay->g = s->microbatch_group_size;

@@ -214,6 +214,10 @@ static const aps_framework_profile profiles[] = {
          * fp32 reduce dtype, accumulate unsharded and are reduce-scattered
          * once after the last micro-batch */
         .pp_unsharded_grads = true,
+        /* a step's passes of training.local_batch_size (TorchTitan
+         * trainer.py l.409-428 @ b5bcd76c; AutoModel step_scheduler.py
+         * l.113-119, train_ft.py l.542-548 @ 36044ad3) */
+        .pp_local_batch = true,
         .dp_buffers = APS_DP_BUFFERS_DDP,
         /* torchtitan/models at b5bcd76c: no dropout module in any model */
         .dropout = false,
@@ -307,6 +311,15 @@ static const aps_framework_profile profiles[] = {
          * fsdp_mixin.py:283-289 patched_backward_maybe_with_nosync;
          * distributed/pipelining/autopipeline.py:170) */
         .pp_unsharded_grads = true,
+        /* a step's passes of training.local_batch_size (TorchTitan
+         * trainer.py l.409-428 @ b5bcd76c; AutoModel step_scheduler.py
+         * l.113-119, train_ft.py l.542-548 @ 36044ad3) */
+        .pp_local_batch = true,
+        /* its MoE models' stages reduce at the optimizer step's last
+         * backward only (moe/fsdp_mixin.py l.306-310: _disable_fsdp_for_
+         * moe_module, then _run_post_backward_for_moe_module when
+         * last_backward and get_is_optim_step()) */
+        .pp_moe_reduce_once = true,
         .dp_buffers = APS_DP_BUFFERS_DDP,
         /* Hugging Face configs carry their dropout (policy reads it);
          * AutoModel's own MoE models (models/qwen3_moe, deepseek_v3)

@@ -239,6 +239,20 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 aps_framework_name(t->framework));
         return APS_EINVAL;
     }
+    if (t->local_batch_size < 0 || t->local_batch_size > APS_MAX_DEGREE) {
+        aps_fmt(err, n, "training.local_batch_size: must be 0 (the whole "
+                "step in one pass) or in [1, %lld] (got %lld)",
+                (long long)APS_MAX_DEGREE, (long long)t->local_batch_size);
+        return APS_EINVAL;
+    }
+    if (t->local_batch_size > 0 && !aps_profile(t)->pp_local_batch) {
+        aps_fmt(err, n, "training.local_batch_size: TorchTitan's and NeMo "
+                "AutoModel's passes of a step (framework fsdp2 or automodel; "
+                "%s runs every micro-batch of a step in one schedule; got "
+                "%lld)", aps_framework_name(t->framework),
+                (long long)t->local_batch_size);
+        return APS_EINVAL;
+    }
     if (t->dp_collective_rails < 0 || t->dp_collective_rails > 64) {
         aps_fmt(err, n, "training.dp_collective_rails: must be 0 (the "
                 "framework's default) or in [1, 64] (got %lld)",

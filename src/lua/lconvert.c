@@ -502,6 +502,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, overlap_interference, FT_NUM, NULL),
     FLD(aps_training, dp_collective_rails, FT_INT, NULL),
     FLD(aps_training, distributed_optimizer_instances, FT_INT, NULL),
+    FLD(aps_training, local_batch_size, FT_INT, NULL),
     FLD(aps_training, fsdp_impl, FT_ENUM, &enum_fsdp_impl),
     FLD(aps_training, suggested_communication_unit_size, FT_NUM, NULL),
     FLD(aps_training, fsdp_double_buffer, FT_BOOL, NULL),
@@ -1577,6 +1578,7 @@ void apsl_push_estimate(lua_State *L, const aps_estimate *e,
         lua_setfield(L, -2, "message");
     }
     SETINT(micro_batch_num);
+    SETINT(gradient_accumulation_steps);
     SETINT(devices_used);
     SETNUM(vocab_padded);
     SETNUM(params_total);

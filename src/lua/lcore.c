@@ -548,8 +548,9 @@ static int ctx_evaluate(lua_State *L)
 
 /**
  * ctx:estimate(strategy) -> full result table:
- *   feasible, reason, message (as evaluate), micro_batch_num, devices_used,
- *   num_stages [counts]; vocab_padded, params_total [parameters];
+ *   feasible, reason, message (as evaluate), micro_batch_num (per step),
+ *   gradient_accumulation_steps (pipeline schedules per step,
+ *   training.local_batch_size), devices_used, num_stages [counts]; vocab_padded, params_total [parameters];
  *   worst_stage [1-based, nil when no stage was estimated]; mem_peak,
  *   mem_limit [bytes]; step_time [s]; tokens_per_s, tokens_per_s_per_gpu;
  *   model_flops_per_step, hardware_flops_per_step [FLOP]; model_tflops_per_gpu

@@ -91,6 +91,16 @@ describe("launch file rank<N>_automodel.yaml", function()
     assert.is_nil(automodel.layers_per_stage(5, 4))        -- ceil(5 / 1) = 5, ceil(5 / 2) = 3
   end)
 
+  it("writes training.local_batch_size's passes: one schedule of local_batch_size / micro-batch each", function()
+    -- 64 sequences over fsdp 2: 32 a rank, 32 micro-batches of 1; local batch 8 = 4 passes of 8
+    local text, differs = render(llama8b(), { fsdp_degree = 2, tp_degree = 2, pp_degree = 2, vpp_degree = 2,
+      micro_batch_num = 32 }, { local_batch_size = 8 })
+    assert.are.same({}, differs)
+    assert.truthy(has(text, "  local_batch_size: 8  # one pipeline schedule of 8 micro-batches of 1 per pass, " ..
+      "4 passes per step (pp_batch_size)"), text)
+    assert.truthy(has(text, "    pp_microbatch_size: 1"))
+  end)
+
   it("writes the MoE dispatcher and EP over the replicas", function()
     local text, differs = render(qwen3_30b(), { dp_degree = 2, fsdp_degree = 8, ep_degree = 16, micro_batch_size = 1,
       micro_batch_num = 4 }, nil, 16)

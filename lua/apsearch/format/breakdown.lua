@@ -180,7 +180,10 @@ function M.format(est, inputs, stack)
   if not mbn and gbs and ranks > 0 and gbs % ranks == 0 then mbn = gbs // ranks end
   P("strategy  %s", M.strategy_line(st, mbn))
   if (est.num_stages or 0) > 0 then
-    P("devices   %s used; micro-batches per step %s", tostring(est.devices_used), tostring(est.micro_batch_num))
+    local passes = est.gradient_accumulation_steps or 1
+    P("devices   %s used; micro-batches per step %s%s", tostring(est.devices_used), tostring(est.micro_batch_num),
+      passes > 1 and (" in %d pipeline schedules of %d (training.local_batch_size)"):format(passes,
+        est.micro_batch_num // passes) or "")
   end
   if est.feasible then
     P("feasible  yes")

@@ -155,6 +155,11 @@ function M.build(est, tl, inputs)
   local cut = tl and tl.windows and #tl.windows > 1
   local note = cut and ("the schedule's middle is left out: ops of " .. tl.ops .. " kept " .. tl.ops_kept)
     or ((skipped or 0) > 0 and ("micro-batches left out in the middle: " .. skipped)) or nil
+  local passes = est.gradient_accumulation_steps or 1
+  if passes > 1 then
+    note = (note and note .. "; " or "") .. ("the schedule is one of the step's %d (training.local_batch_size), " ..
+      "the exposed terms after it the step's"):format(passes)
+  end
   return {
     traceEvents = events, displayTimeUnit = "ms",
     otherData = {

@@ -22,7 +22,9 @@
 --   ceil(L / layers_per_stage) stages); pp_microbatch_size =
 --   micro_batch_size and step_scheduler.local_batch_size = micro_batch_size
 --   x micro_batch_num, so one schedule runs every micro-batch of the step
---   as the estimate does (train_ft.py: pp_batch_size = local_batch_size)
+--   as the estimate does (train_ft.py: pp_batch_size = local_batch_size),
+--   or training.local_batch_size: passes of that many sequences, each one
+--   schedule, as the estimate prices them
 -- * micro_batch_size -> step_scheduler.local_batch_size (no PP; gradient
 --   accumulation = global_batch_size / (local_batch_size x dp_size),
 --   step_scheduler.py:119)
@@ -243,7 +245,12 @@ local function recipe_keys(w, g)
   K("benchmark.nsys_ranks", {})
   K("benchmark.num_nodes", c.nodes)
   K("step_scheduler.global_batch_size", tr.global_batch_size)
-  if g.pp > 1 then
+  local per_pass = launch_util.pass_microbatches(tr, { pp_degree = g.pp, micro_batch_size = g.mbs }, g.mbn)
+  if g.pp > 1 and per_pass < g.mbn then
+    K("step_scheduler.local_batch_size", g.mbs * per_pass,
+      ("one pipeline schedule of %d micro-batches of %d per pass, %d passes per step (pp_batch_size)")
+        :format(per_pass, g.mbs, g.mbn // per_pass))
+  elseif g.pp > 1 then
     K("step_scheduler.local_batch_size", g.mbs * g.mbn,
       ("one pipeline schedule of %d micro-batches of %d per step (pp_batch_size)"):format(g.mbn, g.mbs))
   else

@@ -171,6 +171,21 @@ function M.rule_chunks(L, pp, vpp, split)
     { pp_degree = pp, vpp_degree = vpp, pipeline_split = split }))
 end
 
+--- Micro-batches of one pipeline schedule of a record: with pipeline
+-- parallelism and training.local_batch_size L, a pass of L sequences,
+-- L / micro_batch_size (the estimate's aps_step_passes, src/core/
+-- pipeline.c: TorchTitan and AutoModel run the step as passes, gradient
+-- accumulation around the schedule); else the step's nmb.
+-- @tparam table tr the training table
+-- @tparam table rec top-k record
+-- @tparam integer nmb the step's micro-batches
+-- @treturn integer
+function M.pass_microbatches(tr, rec, nmb)
+  local L, b = tr.local_batch_size or 0, rec.micro_batch_size or 1
+  if L > 0 and (rec.pp_degree or 1) > 1 then return L // b end
+  return nmb
+end
+
 --- What an engine other than Megatron-LM cannot run of a record's
 -- microbatch_group_size: Megatron's --microbatch-group-size-per-virtual-
 -- pipeline-stage regroups its own interleaved table (schedules.py

@@ -19,7 +19,9 @@
 --   enable_sequence_parallel; tp_comm_overlap ->
 --   compile.enable_async_tensor_parallel (needs the model compiled)
 -- * pp_degree -> pipeline_parallel_degree, schedule "1F1B" (vpp = 1) or
---   "Interleaved1F1B", micro_batch_num -> num_pp_microbatches; the layers
+--   "Interleaved1F1B", micro_batch_num -> num_pp_microbatches (a
+--   pass's with training.local_batch_size: local_batch_size /
+--   micro_batch_size, the gradient accumulation steps the rest); the layers
 --   per model chunk: TorchTitan's own split (L + first + last less layers
 --   over the stages, pipeline_parallel.py _generate_llm_fqn_per_model_part)
 --   with first/last_stage_less_layers = 1 (pipeline_split embedding_loss)
@@ -1288,10 +1290,12 @@ function M.render(c)
   local L = m.num_layers
   local b = r.micro_batch_size or 1
   local seq = tr.seq_length
-  -- pipeline microbatches per step: the estimate's, else all of the
-  -- global batch a data-parallel rank gets
+  -- pipeline microbatches per gradient accumulation step: the
+  -- estimate's, else all of the global batch a data-parallel rank gets;
+  -- with training.local_batch_size, a pass's
   local nmb = r.micro_batch_num
   if not nmb or nmb < 1 then nmb = math.max(1, tr.global_batch_size // math.max(1, b * R * Sd)) end
+  nmb = require("apsearch.launch").pass_microbatches(tr, r, nmb)
 
   -- model: HEAD's llama3 flavour when its shape is the model's, else the
   -- model's own shape on the flavours' builder (M.model_shape)

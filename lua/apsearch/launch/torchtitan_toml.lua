@@ -38,7 +38,8 @@
 --   "Interleaved1F1B" (or the zero-bubble names), micro_batch_size ->
 --   pipeline_parallel_microbatch_size, local_batch_size = micro_batch_size
 --   x micro_batch_num (pipeline_parallel.py: n_microbatches =
---   local_batch_size // microbatch_size); layers per chunk by the release's
+--   local_batch_size // microbatch_size), or training.local_batch_size
+--   (passes of a step, the estimate's); layers per chunk by the release's
 --   own split (first/last_stage_less_layers, layers_per_stage) when it
 --   gives the estimate's, else module_fqns_per_model_part
 -- * cp_degree -> context_parallel_degree, load balancer "headtail";
@@ -557,6 +558,7 @@ function M.render(c, tag)
   local seq = tr.seq_length
   local nmb = r.micro_batch_num
   if not nmb or nmb < 1 then nmb = math.max(1, tr.global_batch_size // math.max(1, b * R * Sd)) end
+  nmb = require("apsearch.launch").pass_microbatches(tr, r, nmb)
   local pytorch = tr.framework == "fsdp2" or tr.framework == "fsdp"
   local compile = tr.torch_compile == true or not pytorch
 

@@ -1,0 +1,153 @@
+-- tests/lua/local_batch_spec.lua -- training.local_batch_size: TorchTitan
+-- (trainer.py l.409-428 @ b5bcd76c) and NeMo AutoModel (step_scheduler.py
+-- l.109-123, train_ft.py l.542-548 @ 36044ad3) run a step under pipeline
+-- parallelism as passes of local_batch_size sequences per data-parallel
+-- rank, each one torch.distributed.pipelining schedule, and step the
+-- optimizer once.  What the estimate must make of it, from that
+-- definition: a step of G passes costs G times one pass of the same
+-- micro-batches (the pass's bubble, transfers and its FSDP reduction at
+-- its last backward) and one optimizer step, and holds the memory of one
+-- pass; under Interleaved1F1B with one round (m < 2p) FSDP keeps one model
+-- chunk's unsharded fp32 gradients (schedules.py @ pytorch 1fd7abc2).
+
+local core = require "apsearch.core"
+local launch = require "apsearch.launch"
+
+local function llama8b()
+  return { name = "Llama-3.1-8B", num_layers = 32, hidden_size = 4096, num_attention_heads = 32,
+    num_query_groups = 8, ffn_hidden_size = 14336, vocab_size = 128256 }
+end
+
+local function node()
+  return { device = "h100-sxm-80gb", num_devices = 8, devices_per_node = 8 }
+end
+
+local function training(framework, gbs, local_batch)
+  return { global_batch_size = gbs, seq_length = 4096, precision = "bf16", framework = framework,
+    local_batch_size = local_batch }
+end
+
+local function close(a, b)
+  return math.abs(a - b) <= 1e-9 * math.max(math.abs(a), math.abs(b), 1)
+end
+
+-- FSDP 4 x PP 2 interleaved (2 chunks a rank), micro-batch 1
+local PP = { fsdp_degree = 4, pp_degree = 2, vpp_degree = 2, micro_batch_size = 1, zero_stage = 3 }
+local PP_MOE = { fsdp_degree = 4, pp_degree = 2, vpp_degree = 2, micro_batch_size = 1, zero_stage = 3,
+  moe_token_dispatcher = "allgather" }
+
+describe("training.local_batch_size", function()
+  for _, fw in ipairs({ "fsdp2", "automodel" }) do
+    it(fw .. ": a step of G passes is G passes of its micro-batches and one optimizer step", function()
+      -- 64 sequences over 4 data-parallel ranks: 16 each, in G = 4 passes of 4
+      local step = core.context(llama8b(), node(), training(fw, 64, 4)):estimate(PP)
+      -- one pass alone: a step of 16 sequences, 4 per rank, one schedule
+      local pass = core.context(llama8b(), node(), training(fw, 16)):estimate(PP)
+      assert.is_nil(step.reason, step.message)
+      assert.are.equal(16, step.micro_batch_num)
+      assert.are.equal(4, step.gradient_accumulation_steps)
+      assert.are.equal(1, pass.gradient_accumulation_steps)
+      local opt = pass.performance_breakdown.optimizer.exposed
+      assert.is_true(opt > 0)
+      assert.is_true(close(4 * (pass.step_time - opt) + opt, step.step_time),
+        ("%.9f vs %.9f"):format(4 * (pass.step_time - opt) + opt, step.step_time))
+      for k, v in pairs(pass.performance_breakdown) do
+        local g = k == "optimizer" and 1 or 4
+        assert.is_true(close(g * v.total, step.performance_breakdown[k].total), k)
+      end
+      -- memory is one pass's
+      assert.is_true(close(pass.mem_peak, step.mem_peak))
+    end)
+  end
+
+  it("automodel's MoE models reduce once per optimizer step: their FSDP terms are not repeated", function()
+    -- moe/fsdp_mixin.py l.306-310 @ 36044ad3: a MoEFSDPSyncMixin stage runs its post-backward only when
+    -- last_backward and get_is_optim_step(), and never reshards before it
+    local moe = llama8b()
+    moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = 8, 2, 2048
+    local step = core.context(moe, node(), training("automodel", 64, 4)):estimate(PP_MOE)
+    local pass = core.context(moe, node(), training("automodel", 16)):estimate(PP_MOE)
+    assert.is_nil(step.reason, step.message)
+    local pb, sb = pass.performance_breakdown, step.performance_breakdown
+    assert.is_true(pb.fsdp_allgather.total > 0 and pb.fsdp_reducescatter.total > 0)
+    for k, v in pairs(pb) do
+      local once = k == "optimizer" or k == "fsdp_allgather" or k == "fsdp_reducescatter" or
+        k == "dp_grad_sync" or k == "hsdp_replicate_sync"
+      assert.is_true(close((once and 1 or 4) * v.total, sb[k].total), k)
+    end
+    -- and every chunk's gradients accumulate, one round or not
+    local one_round = core.context(moe, node(), training("automodel", 32, 2)):estimate(PP_MOE)
+    local rounds = core.context(moe, node(), training("automodel", 32)):estimate(PP_MOE)
+    for i = 1, 2 do
+      assert.is_true(close(rounds.stages[i].memory_breakdown.comm_buffers.fsdp,
+        one_round.stages[i].memory_breakdown.comm_buffers.fsdp))
+    end
+  end)
+
+  it("holds one model chunk's unsharded fp32 gradients under Interleaved1F1B with one round", function()
+    -- m = 2 per pass < 2p = 4: each chunk's backwards run back to back and the stage's last backward
+    -- reduce-scatters it; with m = 8 in one schedule (4 rounds) every chunk's accumulate
+    local one_round = core.context(llama8b(), node(), training("automodel", 32, 2)):estimate(PP)
+    local rounds = core.context(llama8b(), node(), training("automodel", 32)):estimate(PP)
+    assert.is_nil(one_round.reason, one_round.message)
+    -- a Llama-3.1-8B layer: q, o 4096^2 each, k, v 4096 x 1024 each, SwiGLU 3 x 4096 x 14336, two norms
+    local layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert.are.equal(218112000, layer)
+    for i = 1, 2 do
+      local st1, st4 = one_round.stages[i], rounds.stages[i]
+      local psi = st1.params -- the rank's 16 layers (and embedding or output layer, final norm)
+      assert.are.equal(psi, st4.params)
+      -- gathered bf16 weights of the whole stage (never resharded under PP), plus fp32 gradients
+      local fsdp4 = st4.memory_breakdown.comm_buffers.fsdp
+      assert.is_true(close(2 * psi + 4 * psi, fsdp4), ("%.0f vs %.0f"):format(6 * psi, fsdp4))
+      -- one chunk: the other chunk's 8 layers' gradients are not held
+      local fsdp1 = st1.memory_breakdown.comm_buffers.fsdp
+      assert.is_true(close(2 * psi + 4 * (psi - 8 * layer), fsdp1), ("%.0f vs %.0f"):format(
+        2 * psi + 4 * (psi - 8 * layer), fsdp1))
+    end
+  end)
+
+  it("is refused where the frameworks refuse it", function()
+    local function refused(fw, gbs, L, s, code, text)
+      local r = core.context(llama8b(), node(), training(fw, gbs, L)):estimate(s)
+      assert.are.equal(code, r.reason)
+      assert.truthy(r.message:find(text, 1, true), r.message)
+    end
+    -- 16 sequences a rank: 3 does not divide them
+    refused("fsdp2", 64, 3, PP, "BATCH_DIVISIBILITY", "training.local_batch_size = 3 must be a multiple of " ..
+      "micro_batch_size = 1 that divides the 16 sequences a data-parallel rank takes per step")
+    refused("fsdp2", 64, 4, { fsdp_degree = 4, pp_degree = 2, vpp_degree = 2, micro_batch_size = 8 },
+      "BATCH_DIVISIBILITY", "must be a multiple of micro_batch_size = 8")
+    -- without PP the local batch is the micro-batch
+    refused("fsdp2", 64, 4, { fsdp_degree = 8, micro_batch_size = 2 }, "BATCH_DIVISIBILITY",
+      "training.local_batch_size = 4: without pipeline parallelism the local batch is the micro-batch, so " ..
+      "micro_batch_size must be 4 (got 2)")
+    -- AutoModel asserts a schedule of at least pp_size micro-batches (train_ft.py:547)
+    refused("automodel", 64, 1, PP, "FRAMEWORK_UNSUPPORTED", "automodel: 1 micro-batches per pipeline schedule")
+    refused("automodel", 4, nil, PP, "FRAMEWORK_UNSUPPORTED", "automodel: 1 micro-batches per pipeline schedule")
+    local ok, err = pcall(core.context, llama8b(), node(), training("megatron", 64, 4))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("training.local_batch_size: TorchTitan's and NeMo AutoModel's passes of a " ..
+      "step (framework fsdp2 or automodel; megatron runs every micro-batch of a step in one schedule; got 4)", 1,
+      true), tostring(err))
+  end)
+
+  it("is what the TorchTitan files write: a pass's micro-batches", function()
+    local rec = { rank = 1, devices_used = 8, memory_cost = {}, performance_cost = {}, dp_degree = 1,
+      fsdp_degree = 4, tp_degree = 1, pp_degree = 2, vpp_degree = 2, cp_degree = 1, ep_degree = 1,
+      micro_batch_size = 1, micro_batch_num = 16, layer_recompute = "none", zero_stage = 3, pp_schedule = "1f1b",
+      sequence_parallel = false }
+    local result = { inputs = { model = llama8b(), training = training("fsdp2", 64, 4),
+      cluster = { device = { name = "h100-sxm-80gb", peak_flops_bf16 = 989.4e12 }, devices_per_node = 8,
+        num_devices = 8 } }, top_k_strategies = { rec },
+      stage_summary = { { stages = { { num_layers = 16, recompute_layers = 0 },
+        { num_layers = 16, recompute_layers = 0 } } } } }
+    -- HEAD: 4 pipeline micro-batches a gradient accumulation step; 64 x 4096 / (4096 x 4 x 4) = 4 steps
+    local head = require("apsearch.launch.torchtitan").render(launch.context(result, rec))
+    assert.truthy(head:find("\n    config.parallelism.num_pp_microbatches = 4\n", 1, true))
+    assert.truthy(head:find("\n    config.training.num_tokens_per_train_step = 262144", 1, true))
+    -- the release: local_batch_size 4 of pipeline_parallel_microbatch_size 1
+    local toml = require("apsearch.launch.torchtitan_toml").render(launch.context(result, rec), "v0.2.2")
+    assert.truthy(toml:find("\nlocal_batch_size = 4", 1, true), toml)
+  end)
+end)

@@ -635,14 +635,21 @@ local function host_fit(opts, p, dev)
 end
 
 --- Settings the fit probe tries on the run's own devices when the built
--- policy has no fit and the run left them unset: each `{framework, key,
--- value, why}`, a `--set key=value` that trades time for memory in that
--- framework.  NeMo AutoModel defers the FSDP gradient sync by default
+-- policy has no fit: each `{framework, key, value, why, applies}`, a
+-- `--set key=value` that trades time for memory in that framework, tried
+-- when `applies(training)` is true (without it: when the run left the
+-- field unset).  NeMo AutoModel defers the FSDP gradient sync by default
 -- (every parameter's fp32 gradient unsharded until the last micro-batch;
--- docs/modeling.md); false shards them after each micro-batch.
+-- docs/modeling.md); false shards them after each micro-batch.  Megatron's
+-- partial distributed optimizer (distributed_optimizer_instances > 1)
+-- shards the optimizer over one instance; one shards it over every
+-- data-parallel rank.
 M.FIT_PROBE_SETTINGS = {
   { framework = "automodel", key = "training.defer_fsdp_grad_sync", value = "false",
     why = "the FSDP gradients sharded after each micro-batch" },
+  { framework = "megatron", key = "training.distributed_optimizer_instances", value = "1",
+    why = "one distributed optimizer instance: its states sharded over every data-parallel rank",
+    applies = function(tr) return (tr.distributed_optimizer_instances or 0) > 1 end },
 }
 
 -- the first M.FIT_PROBE_SETTINGS entry of the run's framework that the run
@@ -654,7 +661,9 @@ local function setting_fit(opts, p, result, dev)
   local fw = p.training.framework or "megatron"
   for _, e in ipairs(M.FIT_PROBE_SETTINGS) do
     local field = e.key:match("^training%.(.+)$")
-    if e.framework == fw and p.training[field] == nil then
+    local applies
+    if e.applies then applies = e.applies(p.training) else applies = p.training[field] == nil end
+    if e.framework == fw and applies then
       local ok, fit = pcall(probe_fit, opts, dev, nil, nil, { e.key .. "=" .. e.value })
       if ok and fit then
         fit.set, fit.why = e.key .. "=" .. e.value, e.why

@@ -684,6 +684,25 @@ describe("when nothing fits", function()
     assert.is_nil(chosen:find("fits with --set", 1, true), chosen)
   end)
 
+  it("says when one distributed optimizer instance fits where the run's partial ones do not", function()
+    -- Llama 3.1 70B on 32 H100s, Megatron with --num-distributed-optimizer-instances 2: the
+    -- optimizer states sharded over half the data-parallel ranks (closest 82.43 GiB); one instance fits
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:4", "--wide",
+      "--set", "training.distributed_optimizer_instances=2")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("--set training.distributed_optimizer_instances=1 fits on these devices (below).", 1,
+      true), out)
+    local step = out:match("\nfits with %-%-set training%.distributed_optimizer_instances=1 on these devices %(one " ..
+      "distributed optimizer instance: its states sharded over every data%-parallel rank; this run's command with it " ..
+      "added%): [^\n]-, step ([%d.]+) s")
+    assert.truthy(step, out)
+    local code2, set = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:4", "--set",
+      "training.distributed_optimizer_instances=1", "--top-k", "1", "--format", "json")
+    assert.are.equal(0, code2, set)
+    local top = require("cjson").decode(set).top_k_strategies[1]
+    assert.are.equal(step, ("%.3f"):format(top.performance_cost.step_time))
+  end)
+
   it("says when the other framework fits on the same devices, and not when the run chose the framework", function()
     -- Llama 3.1 70B on 16 H100s: Megatron's closest needs 81.98 GiB (bf16
     -- weights beside fp32 main weights and gradients on a 16-way model

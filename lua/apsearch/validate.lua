@@ -527,7 +527,7 @@ function M.case_inputs(row)
   -- TorchTitan's / AutoModel's local batch: a pipeline pass's sequences
   -- per data-parallel rank (training.local_batch_size)
   if given(row, "local_batch_size") then
-    training.local_batch_size = need_posint(row, "local_batch_size")
+    training.local_batch_size = need_nonneg_int(row, "local_batch_size")
   end
   -- the flex dispatcher's library (Megatron --moe-flex-dispatcher-backend);
   -- empty: Megatron's default, deepep

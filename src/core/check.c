@@ -462,6 +462,34 @@ static aps_reason check_local_batch(const aps_training *t,
     return APS_REASON_NONE;
 }
 
+/** PyTorch's ScheduleInterleaved1F1B (torch/distributed/pipelining/
+ *  schedules.py @ pytorch 1fd7abc2, TorchTitan's and AutoModel's
+ *  Interleaved1F1B) on the m micro-batches of one schedule: m a multiple
+ *  of its rounds, max(1, m // p) (its ValueError); fewer than p it runs
+ *  with stages idle, which is not simulated. */
+static aps_reason check_torch_interleaved(const aps_strategy *s, int64_t m,
+                                          char *msg, size_t n)
+{
+    int64_t p = s->pp_degree, rounds = m / p > 1 ? m / p : 1;
+    if (m < p) {
+        aps_fmt(msg, n, "Interleaved1F1B (vpp_degree = %lld) with %lld "
+                "micro-batches per schedule, fewer than pp_degree = %lld: "
+                "PyTorch runs it with idle stages, apsearch does not "
+                "simulate it", (long long)s->vpp_degree, (long long)m,
+                (long long)p);
+        return APS_REASON_NOT_MODELLED;
+    }
+    if (m % rounds != 0) {
+        aps_fmt(msg, n, "Interleaved1F1B (vpp_degree = %lld) needs the %lld "
+                "micro-batches per schedule to be a multiple of its rounds, "
+                "max(1, m // pp_degree) = %lld (PyTorch "
+                "ScheduleInterleaved1F1B)", (long long)s->vpp_degree,
+                (long long)m, (long long)rounds);
+        return APS_REASON_VPP_INVALID;
+    }
+    return APS_REASON_NONE;
+}
+
 aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                         const aps_strategy *s, char *msg, size_t n)
 {
@@ -536,7 +564,9 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
      * takes any m >= 2p */
     if (s->vpp_degree > 1 && s->pp_degree > 1 &&
         s->pp_schedule == APS_PP_1F1B)
-        return check_interleaved_groups(s, mb, msg, n);
+        return aps_profile(t)->torch_pipelining
+                   ? check_torch_interleaved(s, mb, msg, n)
+                   : check_interleaved_groups(s, mb, msg, n);
     /* a group size anywhere else would be a setting nothing reads (the
      * search gives such candidates 0; --strategy may not) */
     if (s->microbatch_group_size != 0) {

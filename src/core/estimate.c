@@ -100,22 +100,14 @@ static void run_stages(const aps_model *m, const aps_cluster *c,
  *  (torch.distributed.pipelining stage.py backward_maybe_with_nosync, as
  *  TorchTitan and AutoModel run it) -- once per pass; the optimizer once
  *  per step (TorchTitan trainer.py train_step: gradient accumulation
- *  then optimizers.step), and the data-parallel terms too where the
- *  gradients stay unsharded across the passes
- *  (aps_recipe_pp_reduce_per_pass). */
-static void repeat_passes(const aps_model *m, const aps_training *t,
-                          const aps_layout *lay, aps_estimate *out)
+ *  then optimizers.step). */
+static void repeat_passes(const aps_layout *lay, aps_estimate *out)
 {
     if (lay->passes <= 1)
         return;
     double g = (double)lay->passes;
-    bool per_pass = aps_recipe_pp_reduce_per_pass(m, t);
     for (int k = 0; k < APS_PERF_COUNT; k++) {
-        bool dp = k == APS_PERF_FSDP_ALLGATHER ||
-                  k == APS_PERF_FSDP_REDUCESCATTER ||
-                  k == APS_PERF_DP_GRAD_SYNC ||
-                  k == APS_PERF_HSDP_REPLICATE_SYNC;
-        if (k == APS_PERF_OPTIMIZER || (dp && !per_pass))
+        if (k == APS_PERF_OPTIMIZER)
             continue;
         out->perf_total[k] *= g;
         out->perf_exposed[k] *= g;
@@ -138,7 +130,7 @@ static aps_status step_terms(const aps_model *m, const aps_cluster *c,
     if (st != APS_OK)
         return st;
     aps_sync_perf(m, c, t, s, lay, plan, sp->tf, sp->tb, out);
-    repeat_passes(m, t, lay, out);
+    repeat_passes(lay, out);
     out->step_time = 0.0;
     for (int k = 0; k < APS_PERF_COUNT; k++)
         out->step_time += out->perf_exposed[k];

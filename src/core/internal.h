@@ -87,16 +87,15 @@ typedef struct {
                                       parameters and gradients unsharded
                                       across micro-batches, reducing once
                                       per pass (aps_layout passes) */
-    bool pp_moe_reduce_once;     /**< under pipeline parallelism an MoE
-                                      model's FSDP gradients stay unsharded
-                                      across a step's passes, reduced at the
-                                      optimizer step's last backward only
-                                      (AutoModel's MoEFSDPSyncMixin) */
-    bool pp_local_batch;         /**< the trainer runs a step as passes of
-                                      training.local_batch_size sequences,
-                                      each one torch.distributed.pipelining
+    bool torch_pipelining;       /**< pipelines run by torch.distributed.
+                                      pipelining under a trainer that runs
+                                      a step as passes of training.
+                                      local_batch_size sequences, each one
                                       schedule (TorchTitan trainer.py,
-                                      AutoModel train_ft.py) */
+                                      AutoModel train_ft.py); its
+                                      Interleaved1F1B takes any m that is a
+                                      multiple of its rounds (aps_torch_
+                                      interleaved_group) */
     bool defer_grad_sync;        /**< without pipeline parallelism, FSDP
                                       gradients of micro-batches before the
                                       last are not reduced: they accumulate
@@ -314,6 +313,15 @@ int64_t aps_step_microbatches(const aps_training *t, const aps_strategy *s);
  *  batch; one step of m micro-batches).  Assumes aps_check_pp passed
  *  (L a multiple of b dividing B / D). */
 int64_t aps_step_passes(const aps_training *t, const aps_strategy *s);
+
+/** Micro-batches per round of PyTorch's ScheduleInterleaved1F1B on m
+ *  micro-batches and p ranks: m / rounds, rounds = max(1, m // p)
+ *  (torch/distributed/pipelining/schedules.py @ pytorch 1fd7abc2
+ *  ScheduleInterleaved1F1B.__init__: microbatches_per_round).  Its order
+ *  is Megatron's interleaved table with that group size (warm-up
+ *  (v - 1) G + 2 (p - 1 - rank), a chunk change every G micro-batches),
+ *  so the simulation runs it as microbatch_group_size G. */
+int64_t aps_torch_interleaved_group(int64_t m, int64_t p);
 
 /** Fills the layout; returns a reason when the partition is invalid. */
 aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
@@ -1335,14 +1343,6 @@ bool aps_recipe_compile_loss(const aps_training *t);
  *  last micro-batch: training.defer_fsdp_grad_sync when set (AutoModel
  *  FSDP2Config), else the profile's defer_grad_sync. */
 bool aps_recipe_defer_grad_sync(const aps_training *t);
-/** Whether FSDP reduces (and reshards) a model's gradients at the last
- *  backward of every pipeline schedule (torch.distributed.pipelining
- *  stage.py backward_maybe_with_nosync: TorchTitan, AutoModel's dense
- *  models) rather than once per optimizer step (profile
- *  pp_moe_reduce_once with experts: AutoModel moe/fsdp_mixin.py l.306-310
- *  @ 36044ad3, `last_backward and get_is_optim_step()`). */
-bool aps_recipe_pp_reduce_per_pass(const aps_model *m,
-                                   const aps_training *t);
 
 /** Bytes per element of the T k x h routed-token operand an MoE layer keeps
  *  for the gradient of its routing scores when the framework multiplies

@@ -418,8 +418,9 @@ static double comm_bytes(const aps_cluster *c, int64_t g, int64_t local)
  *  allocator: one per process group of size > 1 it communicates over --
  *  TP, CP, PP, the data-parallel (sharding) group, HSDP's replicate
  *  group, EP and expert DP -- plus the framework's own
- *  (aps_framework_profile): Megatron's gradient-norm group (the world
- *  under the distributed optimizer, else TP x PP) and, with PP and tied
+ *  (aps_framework_profile): Megatron's gradient-norm group (the world,
+ *  or one optimizer instance of it, under the distributed optimizer, else
+ *  TP x PP) and, with PP and tied
  *  embeddings, the embedding group of the first and last stage; with
  *  training.dp_loss_group the DP group the loss is reported over. */
 static double nccl_bytes(const aps_model *m, const aps_cluster *c,
@@ -457,8 +458,13 @@ static double nccl_bytes(const aps_model *m, const aps_cluster *c,
         b += comm_bytes(c, aps_moe_edp(s),
                         group_local(aps_moe_edp(s), tp * cp * ep, G));
     if (fw->grad_stats_world_group) {
+        /* under the distributed optimizer the intra-instance group: the
+         * world, or world / I ranks with I instances (Megatron-LM d98e8a64
+         * parallel_state.py l.1563-1577, optimizer/__init__.py l.671-674;
+         * Megatron-FSDP's HSDP l.1100-1104) */
+        int64_t inst = plan->replicate > 1 ? plan->replicate : 1;
         if (plan->bytes.shard_optimizer)
-            b += comm_bytes(c, world, group_local(world, 1, G));
+            b += comm_bytes(c, world / inst, group_local(world / inst, 1, G));
         else if (tp * pp > 1) /* TP x PP: a group of its own */
             b += comm_bytes(c, tp * pp,
                             group_local(tp, 1, G) *
@@ -676,16 +682,13 @@ bool aps_fsdp_holds_stage(const aps_training *t, const aps_strategy *s,
  *  backward_maybe_with_nosync, run_post_backward), so one chunk's are
  *  held: psi less the layers (layer parameters each) of the rank's other
  *  chunks than its largest (the embedding and output layer stay in,
- *  whichever chunk holds them).  Not where the stage reduces once per
- *  optimizer step (aps_recipe_pp_reduce_per_pass). */
-static double deferred_grad_params(const aps_model *m,
-                                   const aps_training *t,
+ *  whichever chunk holds them). */
+static double deferred_grad_params(const aps_training *t,
                                    const aps_layout *lay, int64_t i,
                                    double psi, double layer)
 {
     if (!(lay->p > 1 && lay->v > 1 && lay->sched == APS_PP_1F1B &&
-          aps_profile(t)->pp_unsharded_grads && lay->m < 2 * lay->p &&
-          aps_recipe_pp_reduce_per_pass(m, t)))
+          aps_profile(t)->pp_unsharded_grads && lay->m < 2 * lay->p))
         return psi;
     int64_t big = 0, all = aps_layout_run_layers(lay, i);
     for (int64_t k = 0; k < lay->v; k++) {
@@ -724,7 +727,7 @@ static double fsdp_buffers(const aps_model *m, const aps_training *t,
      * every unit stay until the last micro-batch's reduce-scatter */
     bool deferred = aps_fsdp_grads_deferred(t, lay);
     double reducing =
-        deferred ? deferred_grad_params(m, t, lay, i, psi, layer_unit) : unit;
+        deferred ? deferred_grad_params(t, lay, i, psi, layer_unit) : unit;
     const aps_framework_profile *fw = aps_profile(t);
     if (fw->gather_budget > 0 && gathered > fw->gather_budget)
         gathered = fw->gather_budget;

@@ -371,6 +371,12 @@ int64_t aps_step_microbatches(const aps_training *t, const aps_strategy *s)
     return per > 0 ? t->global_batch_size / per : 0;
 }
 
+int64_t aps_torch_interleaved_group(int64_t m, int64_t p)
+{
+    int64_t rounds = p > 0 && m / p > 1 ? m / p : 1;
+    return m / rounds;
+}
+
 int64_t aps_step_passes(const aps_training *t, const aps_strategy *s)
 {
     int64_t L = t->local_batch_size;
@@ -395,6 +401,9 @@ aps_reason aps_layout_build(const aps_model *m, const aps_training *t,
     lay->vocab_padded = aps_padded_vocab(m, t, s->tp_degree);
     lay->sched = aps_strategy_sched(s);
     lay->g = s->microbatch_group_size;
+    if (lay->g == 0 && lay->v > 1 && lay->sched == APS_PP_1F1B &&
+        aps_profile(t)->torch_pipelining)
+        lay->g = aps_torch_interleaved_group(lay->m, lay->p);
     lay->dsa_split_free = aps_dsa_split_free(t);
     aps_reason r = aps_chunk_layers_dsa(m, t, s, lay->chunk, msg, n);
     if (r != APS_REASON_NONE)

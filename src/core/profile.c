@@ -216,8 +216,9 @@ static const aps_framework_profile profiles[] = {
         .pp_unsharded_grads = true,
         /* a step's passes of training.local_batch_size (TorchTitan
          * trainer.py l.409-428 @ b5bcd76c; AutoModel step_scheduler.py
-         * l.113-119, train_ft.py l.542-548 @ 36044ad3) */
-        .pp_local_batch = true,
+         * l.113-119, train_ft.py l.542-548 @ 36044ad3), each a
+         * torch.distributed.pipelining schedule */
+        .torch_pipelining = true,
         .dp_buffers = APS_DP_BUFFERS_DDP,
         /* torchtitan/models at b5bcd76c: no dropout module in any model */
         .dropout = false,
@@ -313,13 +314,13 @@ static const aps_framework_profile profiles[] = {
         .pp_unsharded_grads = true,
         /* a step's passes of training.local_batch_size (TorchTitan
          * trainer.py l.409-428 @ b5bcd76c; AutoModel step_scheduler.py
-         * l.113-119, train_ft.py l.542-548 @ 36044ad3) */
-        .pp_local_batch = true,
-        /* its MoE models' stages reduce at the optimizer step's last
-         * backward only (moe/fsdp_mixin.py l.306-310: _disable_fsdp_for_
-         * moe_module, then _run_post_backward_for_moe_module when
-         * last_backward and get_is_optim_step()) */
-        .pp_moe_reduce_once = true,
+         * l.113-119, train_ft.py l.542-548 @ 36044ad3), each a
+         * torch.distributed.pipelining schedule */
+        .torch_pipelining = true,
+        /* every pass reduces at its schedule's last backward: the
+         * launch file's model.backend.enable_fsdp_optimizations false
+         * leaves PyTorch's stage backward in place (train_ft.py
+         * l.571-573, pipelining/functional.py l.985-990 @ 36044ad3) */
         .dp_buffers = APS_DP_BUFFERS_DDP,
         /* Hugging Face configs carry their dropout (policy reads it);
          * AutoModel's own MoE models (models/qwen3_moe, deepseek_v3)

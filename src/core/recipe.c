@@ -61,12 +61,6 @@ bool aps_recipe_defer_grad_sync(const aps_training *t)
                : t->defer_fsdp_grad_sync > 0;
 }
 
-bool aps_recipe_pp_reduce_per_pass(const aps_model *m,
-                                   const aps_training *t)
-{
-    return !(aps_profile(t)->pp_moe_reduce_once && m->num_experts > 0);
-}
-
 double aps_recipe_moe_score_operand_bytes(const aps_training *t)
 {
     const aps_framework_profile *f = aps_profile(t);

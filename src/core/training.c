@@ -245,7 +245,18 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)APS_MAX_DEGREE, (long long)t->local_batch_size);
         return APS_EINVAL;
     }
-    if (t->local_batch_size > 0 && !aps_profile(t)->pp_local_batch) {
+    /* TorchTitan trainer.py l.419-424, AutoModel step_scheduler.py
+     * l.114-118: the global batch is whole passes of every rank */
+    if (t->local_batch_size > 0 && t->global_batch_size > 0 &&
+        t->global_batch_size % t->local_batch_size != 0) {
+        aps_fmt(err, n, "training.local_batch_size = %lld does not divide "
+                "global_batch_size = %lld (a step is whole passes of "
+                "local_batch_size sequences on every data-parallel rank)",
+                (long long)t->local_batch_size,
+                (long long)t->global_batch_size);
+        return APS_EINVAL;
+    }
+    if (t->local_batch_size > 0 && !aps_profile(t)->torch_pipelining) {
         aps_fmt(err, n, "training.local_batch_size: TorchTitan's and NeMo "
                 "AutoModel's passes of a step (framework fsdp2 or automodel; "
                 "%s runs every micro-batch of a step in one schedule; got "

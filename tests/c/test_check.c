@@ -696,8 +696,9 @@ static void test_vpp_group_size(void **state)
  * ScheduleInterleavedZeroBubble needs m a multiple of its rounds, max(1,
  * m / p) -- p = 4, m = 6: one round, accepted; m = 9: 2 rounds, 9 % 2 =
  * 1, refused; ScheduleZBVZeroBubble builds its order for max(2p - 1, m)
- * micro-batches, any m (6, 9).  Megatron's interleaved 1F1B keeps its m %
- * p = 0 (6 % 4 = 2: refused). */
+ * micro-batches, any m (6, 9).  ScheduleInterleaved1F1B, TorchTitan's
+ * interleaved 1F1B, has the same rounds rule (6: accepted, 9: refused);
+ * Megatron's keeps its m % p = 0 (6 % 4 = 2: refused). */
 static void test_vpp_zero_bubble_microbatches(void **state)
 {
     (void)state;
@@ -719,8 +720,15 @@ static void test_vpp_zero_bubble_microbatches(void **state)
     ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_VPP_INVALID, x.msg);
     ASSERT_HAS(x.msg, "max(1, m / pp_degree) = 2");
-    x.t.global_batch_size = 6;
     x.s.pp_schedule = APS_PP_1F1B;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_VPP_INVALID, x.msg);
+    ASSERT_HAS(x.msg, "needs the 9 micro-batches per schedule to be a "
+                      "multiple of its rounds, max(1, m // pp_degree) = 2");
+    x.t.global_batch_size = 6;
+    ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
+                  APS_REASON_NONE, x.msg);
+    x.t.framework = APS_FW_MEGATRON;
     ASSERT_REASON(aps_check_pp(&x.m, &x.t, &x.s, x.msg, sizeof x.msg),
                   APS_REASON_VPP_INVALID, x.msg);
     ASSERT_HAS(x.msg, "micro_batch_num = 6 divisible by pp_degree = 4");

@@ -61,6 +61,20 @@ describe("partial distributed optimizer", function()
       ("%.6f vs %.6f"):format(rs + ag + ar, e.performance_breakdown.dp_grad_sync.total))
   end)
 
+  it("creates the instances' NCCL communicators, the gradient-norm one over an instance", function()
+    -- parallel_state.py:984-1000 (intra- and inter-instance groups) and l.1563-1577 (the
+    -- intra-instance group the optimizer reduces its gradient norm over, optimizer/__init__.py:671-674):
+    -- with 4 instances of 8 on 4 nodes, an 8-rank group inside a node (with NVLS buffers) and a
+    -- 4-rank one across nodes more, and the gradient-norm group one node's 8 ranks, not the world's 32
+    local function outside(I)
+      local e = core.context(llama8b(), nodes4(), training(I)):estimate(ZERO1)
+      return e.mem_peak - e.mem_reserved -- the CUDA context and NCCL's buffers
+    end
+    local dev = core.device_preset("h100-sxm-80gb")
+    local B, nvls = dev.nccl_comm_bytes, dev.nccl_nvls_bytes_per_rank
+    assert.is_true(close((B + 8 * nvls) + B + 8 * nvls, outside(4) - outside(0)))
+  end)
+
   it("refuses what Megatron-LM refuses, with its message", function()
     local r = core.context(llama8b(), nodes4(), training(3)):estimate(ZERO1)
     assert.are.equal("FRAMEWORK_UNSUPPORTED", r.reason)

@@ -41,9 +41,10 @@ local RECORDED = {
   -- mean 19.7 %)
   -- (the table's LBS 8 with GA 4 and GA 2 run as that many pipeline
   -- schedules of 8 micro-batches, training.local_batch_size, 2026-12-07:
-  -- am002 -21.1 and am003 -12.9 before, each pass paying its bubble;
+  -- am002 -21.1 and am003 -12.9 before, each pass paying its bubble and
+  -- FSDP's reduction;
   -- mean 19.3 %)
-  am001 = -33.1, am002 = -22.6, am003 = -20.9, am004 = -34.8,
+  am001 = -33.1, am002 = -24.3, am003 = -21.1, am004 = -34.8,
   am005 = -7.2, am006 = -14.6, am007 = -11.4,
 }
 
@@ -60,14 +61,14 @@ describe("held out: NeMo AutoModel performance summary", function()
     end
   end)
 
-  it("keeps the recorded errors (mean |error| 20.7 %)", function()
+  it("keeps the recorded errors (mean |error| 20.9 %)", function()
     local r = run()
     for _, c in ipairs(r.cases) do
       local want = assert(RECORDED[c.case_id], c.case_id)
       assert.is_true(math.abs(c.error_pct.tokens_per_s_per_gpu - want) < 0.1,
         c.case_id .. ": " .. c.error_pct.tokens_per_s_per_gpu)
     end
-    assert.is_true(math.abs(r.summary.throughput.mape_pct - 20.7) < 0.1, tostring(r.summary.throughput.mape_pct))
+    assert.is_true(math.abs(r.summary.throughput.mape_pct - 20.9) < 0.1, tostring(r.summary.throughput.mape_pct))
   end)
 
   it("holds the MoE rows' weights, gradients and Adam moments in bf16 (bf16_weights), as their models do", function()

@@ -99,6 +99,12 @@ describe("launch file rank<N>_automodel.yaml", function()
     assert.truthy(has(text, "  local_batch_size: 8  # one pipeline schedule of 8 micro-batches of 1 per pass, " ..
       "4 passes per step (pp_batch_size)"), text)
     assert.truthy(has(text, "    pp_microbatch_size: 1"))
+    -- fewer micro-batches a schedule than pp_size (an fsdp2 estimate's): AutoModel refuses the file
+    local _, refused = render(llama8b(), { fsdp_degree = 2, tp_degree = 2, pp_degree = 2, vpp_degree = 2,
+      micro_batch_num = 32 }, { local_batch_size = 1 })
+    assert.are.equal(1, #refused)
+    assert.truthy(refused[1]:find("1 micro-batches per pipeline schedule with pp_size 2: AutoModel asserts " ..
+      "pp_batch_size // pp_microbatch_size >= pp_size (recipes/llm/train_ft.py:547)", 1, true), refused[1])
   end)
 
   it("writes the MoE dispatcher and EP over the replicas", function()

@@ -60,28 +60,23 @@ describe("training.local_batch_size", function()
     end)
   end
 
-  it("automodel's MoE models reduce once per optimizer step: their FSDP terms are not repeated", function()
-    -- moe/fsdp_mixin.py l.306-310 @ 36044ad3: a MoEFSDPSyncMixin stage runs its post-backward only when
-    -- last_backward and get_is_optim_step(), and never reshards before it
+  it("automodel's MoE models too: every pass gathers and reduces at its schedule's last backward", function()
+    -- the launch file writes model.backend.enable_fsdp_optimizations false, which leaves PyTorch's stage
+    -- backward in place (train_ft.py l.571-573, pipelining/functional.py l.985-990 @ 36044ad3): the
+    -- FSDP reduction and the experts' per-micro-batch gathers once per pass, G times a step
     local moe = llama8b()
     moe.num_experts, moe.experts_per_token, moe.moe_ffn_hidden_size = 8, 2, 2048
     local step = core.context(moe, node(), training("automodel", 64, 4)):estimate(PP_MOE)
     local pass = core.context(moe, node(), training("automodel", 16)):estimate(PP_MOE)
+    local whole = core.context(moe, node(), training("automodel", 64)):estimate(PP_MOE)
     assert.is_nil(step.reason, step.message)
     local pb, sb = pass.performance_breakdown, step.performance_breakdown
     assert.is_true(pb.fsdp_allgather.total > 0 and pb.fsdp_reducescatter.total > 0)
     for k, v in pairs(pb) do
-      local once = k == "optimizer" or k == "fsdp_allgather" or k == "fsdp_reducescatter" or
-        k == "dp_grad_sync" or k == "hsdp_replicate_sync"
-      assert.is_true(close((once and 1 or 4) * v.total, sb[k].total), k)
+      assert.is_true(close((k == "optimizer" and 1 or 4) * v.total, sb[k].total), k)
     end
-    -- and every chunk's gradients accumulate, one round or not
-    local one_round = core.context(moe, node(), training("automodel", 32, 2)):estimate(PP_MOE)
-    local rounds = core.context(moe, node(), training("automodel", 32)):estimate(PP_MOE)
-    for i = 1, 2 do
-      assert.is_true(close(rounds.stages[i].memory_breakdown.comm_buffers.fsdp,
-        one_round.stages[i].memory_breakdown.comm_buffers.fsdp))
-    end
+    -- passes never gather less than one schedule of the step's 16 micro-batches
+    assert.is_true(sb.fsdp_allgather.total >= whole.performance_breakdown.fsdp_allgather.total)
   end)
 
   it("holds one model chunk's unsharded fp32 gradients under Interleaved1F1B with one round", function()
@@ -107,15 +102,46 @@ describe("training.local_batch_size", function()
     end
   end)
 
+  it("runs PyTorch's Interleaved1F1B on any schedule its rounds divide, in groups of m / rounds", function()
+    -- schedules.py @ pytorch 1fd7abc2: rounds = max(1, m // p), microbatches_per_round G = m / rounds,
+    -- warm-up (v - 1) G + 2 (p - 1 - rank) chunk forwards (capped at m v); in flight, per micro-batch of
+    -- the stage, one more than the warm-up over v
+    local S = { pp_degree = 4, vpp_degree = 2, fsdp_degree = 2, micro_batch_size = 1, layer_recompute = "full" }
+    for _, case in ipairs({ { L = 6, G = 6 }, { L = 8, G = 4 }, { L = 10, G = 5 } }) do
+      local e = core.context(llama8b(), node(), training("fsdp2", 8 * case.L, case.L)):estimate(S)
+      assert.is_nil(e.reason, e.message)
+      for r = 0, 3 do
+        local warm = math.min(case.G + 2 * (3 - r) + 1, 2 * case.L)
+        assert.are.equal(warm / 2, e.stages[r + 1].inflight_microbatches, case.L .. " rank " .. r)
+      end
+    end
+    local e = core.context(llama8b(), node(), training("fsdp2", 72, 9)):estimate(S)
+    assert.are.equal("VPP_INVALID", e.reason)
+    assert.truthy(e.message:find("needs the 9 micro-batches per schedule to be a multiple of its rounds, " ..
+      "max(1, m // pp_degree) = 2 (PyTorch ScheduleInterleaved1F1B)", 1, true), e.message)
+    e = core.context(llama8b(), node(), training("fsdp2", 24, 3)):estimate(S)
+    assert.are.equal("NOT_MODELLED", e.reason)
+    -- Megatron-LM's own schedule takes multiples of pp_degree only (schedules.py:1160-1180)
+    local mg = { global_batch_size = 48, seq_length = 4096, precision = "bf16", framework = "megatron" }
+    e = core.context(llama8b(), node(), mg):estimate { pp_degree = 4, vpp_degree = 2, dp_degree = 2,
+      micro_batch_size = 4 }
+    assert.are.equal("VPP_INVALID", e.reason)
+  end)
+
   it("is refused where the frameworks refuse it", function()
     local function refused(fw, gbs, L, s, code, text)
       local r = core.context(llama8b(), node(), training(fw, gbs, L)):estimate(s)
       assert.are.equal(code, r.reason)
       assert.truthy(r.message:find(text, 1, true), r.message)
     end
-    -- 16 sequences a rank: 3 does not divide them
-    refused("fsdp2", 64, 3, PP, "BATCH_DIVISIBILITY", "training.local_batch_size = 3 must be a multiple of " ..
-      "micro_batch_size = 1 that divides the 16 sequences a data-parallel rank takes per step")
+    -- 24 sequences over 4 data-parallel ranks, 6 a rank: 4 does not divide them (it divides the 24)
+    refused("fsdp2", 24, 4, PP, "BATCH_DIVISIBILITY", "training.local_batch_size = 4 must be a multiple of " ..
+      "micro_batch_size = 1 that divides the 6 sequences a data-parallel rank takes per step")
+    -- one that divides no rank's share: refused before any strategy
+    local ok, err = pcall(core.context, llama8b(), node(), training("fsdp2", 64, 3))
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("training.local_batch_size = 3 does not divide global_batch_size = 64", 1,
+      true), tostring(err))
     refused("fsdp2", 64, 4, { fsdp_degree = 4, pp_degree = 2, vpp_degree = 2, micro_batch_size = 8 },
       "BATCH_DIVISIBILITY", "must be a multiple of micro_batch_size = 8")
     -- without PP the local batch is the micro-batch

@@ -246,6 +246,11 @@ local function recipe_keys(w, g)
   K("benchmark.num_nodes", c.nodes)
   K("step_scheduler.global_batch_size", tr.global_batch_size)
   local per_pass = launch_util.pass_microbatches(tr, { pp_degree = g.pp, micro_batch_size = g.mbs }, g.mbn)
+  if g.pp > 1 and per_pass < g.pp then
+    -- an estimate of another framework's (fsdp2) whose schedule AutoModel refuses
+    w.N(NE, ("%d micro-batches per pipeline schedule with pp_size %d: AutoModel asserts pp_batch_size // " ..
+      "pp_microbatch_size >= pp_size (recipes/llm/train_ft.py:547)"):format(per_pass, g.pp))
+  end
   if g.pp > 1 and per_pass < g.mbn then
     K("step_scheduler.local_batch_size", g.mbs * per_pass,
       ("one pipeline schedule of %d micro-batches of %d per pass, %d passes per step (pp_batch_size)")
@@ -327,7 +332,9 @@ local function fsdp_keys(w, g)
   if defer == false then
     K("distributed.defer_fsdp_grad_sync", false, "gradients reduce-scattered every micro-batch, as estimated")
   else
-    K("distributed.defer_fsdp_grad_sync", true, "gradients reduce-scattered once per step, as estimated")
+    K("distributed.defer_fsdp_grad_sync", true, g.pp > 1 and
+      "gradients reduce-scattered at each pipeline schedule's last backward, as estimated" or
+      "gradients reduce-scattered once per step, as estimated")
   end
   if g.Sd > 1 or g.cp > 1 then
     if r.reshard_after_forward == false then

@@ -450,35 +450,64 @@ static aps_reason check_local_batch(const aps_training *t,
                 (long long)per_rank);
         return APS_REASON_BATCH_DIVISIBILITY;
     }
-    int64_t mb = microbatches(t, s);
-    if (t->framework == APS_FW_AUTOMODEL && s->pp_degree > 1 &&
-        mb < s->pp_degree) {
-        aps_fmt(msg, n, "automodel: %lld micro-batches per pipeline schedule "
-                "(pp_batch_size / pp_microbatch_size) < pp_degree = %lld: "
-                "AutoModel asserts at least pp_size (recipes/llm/"
-                "train_ft.py:547)", (long long)mb, (long long)s->pp_degree);
+    return APS_REASON_NONE;
+}
+
+/** A torch.distributed.pipelining schedule (profile torch_pipelining) of
+ *  mb < p micro-batches: AutoModel asserts at least pp_size of them
+ *  (recipes/llm/train_ft.py:547 @ 36044ad3), PyTorch's Schedule1F1B
+ *  raises (schedules.py @ pytorch 00722e64 Schedule1F1B.__init__), and
+ *  its Interleaved1F1B runs with stages idle, which is not simulated.
+ *  Each message says what gives a schedule enough micro-batches. */
+static aps_reason check_torch_fill(const aps_training *t,
+                                   const aps_strategy *s, int64_t mb,
+                                   char *msg, size_t n)
+{
+    int64_t p = s->pp_degree;
+    if (!aps_profile(t)->torch_pipelining || p <= 1 || mb >= p)
+        return APS_REASON_NONE;
+    char fix[160];
+    if (t->local_batch_size > 0)
+        aps_fmt(fix, sizeof fix, "raise training.local_batch_size to %lld "
+                "(pp_degree x micro_batch_size) or more, or use fewer stages",
+                (long long)(p * s->micro_batch_size));
+    else
+        aps_fmt(fix, sizeof fix, "a larger global_batch_size, a smaller "
+                "micro_batch_size or fewer stages");
+    if (t->framework == APS_FW_AUTOMODEL) {
+        aps_fmt(msg, n, "automodel: micro-batches per pipeline schedule = "
+                "%lld < pp_degree = %lld: AutoModel asserts pp_batch_size // "
+                "pp_microbatch_size >= pp_size (recipes/llm/train_ft.py:547); "
+                "%s", (long long)mb, (long long)p, fix);
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if (s->pp_schedule == APS_PP_1F1B && s->vpp_degree == 1) {
+        aps_fmt(msg, n, "%s: PyTorch's Schedule1F1B raises \"Number of "
+                "microbatches (%lld) must be greater than or equal to the "
+                "number of stages (%lld)\"; %s",
+                aps_framework_name(t->framework), (long long)mb, (long long)p,
+                fix);
+        return APS_REASON_FRAMEWORK_UNSUPPORTED;
+    }
+    if (s->pp_schedule == APS_PP_1F1B) {
+        aps_fmt(msg, n, "Interleaved1F1B (vpp_degree = %lld) with micro-"
+                "batches per schedule = %lld < pp_degree = %lld: PyTorch runs "
+                "it with stages idle, apsearch does not simulate it; %s", (long long)s->vpp_degree, (long long)mb,
+                (long long)p, fix);
+        return APS_REASON_NOT_MODELLED;
     }
     return APS_REASON_NONE;
 }
 
 /** PyTorch's ScheduleInterleaved1F1B (torch/distributed/pipelining/
  *  schedules.py @ pytorch 1fd7abc2, TorchTitan's and AutoModel's
- *  Interleaved1F1B) on the m micro-batches of one schedule: m a multiple
- *  of its rounds, max(1, m // p) (its ValueError); fewer than p it runs
- *  with stages idle, which is not simulated. */
+ *  Interleaved1F1B) on the m >= p micro-batches of one schedule
+ *  (check_torch_fill): m a multiple of its rounds, max(1, m // p) (its
+ *  ValueError). */
 static aps_reason check_torch_interleaved(const aps_strategy *s, int64_t m,
                                           char *msg, size_t n)
 {
-    int64_t p = s->pp_degree, rounds = m / p > 1 ? m / p : 1;
-    if (m < p) {
-        aps_fmt(msg, n, "Interleaved1F1B (vpp_degree = %lld) with %lld "
-                "micro-batches per schedule, fewer than pp_degree = %lld: "
-                "PyTorch runs it with idle stages, apsearch does not "
-                "simulate it", (long long)s->vpp_degree, (long long)m,
-                (long long)p);
-        return APS_REASON_NOT_MODELLED;
-    }
+    int64_t rounds = aps_torch_rounds(m, s->pp_degree);
     if (m % rounds != 0) {
         aps_fmt(msg, n, "Interleaved1F1B (vpp_degree = %lld) needs the %lld "
                 "micro-batches per schedule to be a multiple of its rounds, "
@@ -549,7 +578,7 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
                 (long long)(2 * s->pp_degree));
         return APS_REASON_VPP_INVALID;
     }
-    int64_t rounds = mb / s->pp_degree > 1 ? mb / s->pp_degree : 1;
+    int64_t rounds = aps_torch_rounds(mb, s->pp_degree);
     if (s->pp_degree > 1 && s->pp_schedule == APS_PP_INTERLEAVED_ZB &&
         mb % rounds != 0) {
         aps_fmt(msg, n, "pp_schedule = interleaved_zero_bubble needs "
@@ -562,6 +591,9 @@ aps_reason aps_check_pp(const aps_model *m, const aps_training *t,
      * above): ScheduleZBVZeroBubble builds its order for max(2p - 1, m)
      * micro-batches and drops the ops of those >= m, ScheduleDualPipeV
      * takes any m >= 2p */
+    aps_reason rf = check_torch_fill(t, s, mb, msg, n);
+    if (rf != APS_REASON_NONE)
+        return rf;
     if (s->vpp_degree > 1 && s->pp_degree > 1 &&
         s->pp_schedule == APS_PP_1F1B)
         return aps_profile(t)->torch_pipelining

@@ -314,8 +314,13 @@ int64_t aps_step_microbatches(const aps_training *t, const aps_strategy *s);
  *  (L a multiple of b dividing B / D). */
 int64_t aps_step_passes(const aps_training *t, const aps_strategy *s);
 
+/** Rounds of PyTorch's multi-stage schedules (Interleaved1F1B,
+ *  InterleavedZeroBubble) on m micro-batches and p ranks: max(1, m // p)
+ *  (torch/distributed/pipelining/schedules.py @ pytorch 1fd7abc2
+ *  number_of_rounds); 1 for p < 1. */
+int64_t aps_torch_rounds(int64_t m, int64_t p);
 /** Micro-batches per round of PyTorch's ScheduleInterleaved1F1B on m
- *  micro-batches and p ranks: m / rounds, rounds = max(1, m // p)
+ *  micro-batches and p ranks: m / aps_torch_rounds(m, p)
  *  (torch/distributed/pipelining/schedules.py @ pytorch 1fd7abc2
  *  ScheduleInterleaved1F1B.__init__: microbatches_per_round).  Its order
  *  is Megatron's interleaved table with that group size (warm-up

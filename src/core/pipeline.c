@@ -371,10 +371,14 @@ int64_t aps_step_microbatches(const aps_training *t, const aps_strategy *s)
     return per > 0 ? t->global_batch_size / per : 0;
 }
 
+int64_t aps_torch_rounds(int64_t m, int64_t p)
+{
+    return p > 0 && m / p > 1 ? m / p : 1;
+}
+
 int64_t aps_torch_interleaved_group(int64_t m, int64_t p)
 {
-    int64_t rounds = p > 0 && m / p > 1 ? m / p : 1;
-    return m / rounds;
+    return m / aps_torch_rounds(m, p);
 }
 
 int64_t aps_step_passes(const aps_training *t, const aps_strategy *s)

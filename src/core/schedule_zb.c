@@ -95,7 +95,7 @@ static void push(zb_op *ops, int64_t *n, int64_t j, int64_t mb, int kind,
 static int64_t order_izb(int64_t p, int64_t v, int64_t m, int64_t r,
                          zb_op *ops, int64_t *cnt)
 {
-    int64_t rounds = m / p > 1 ? m / p : 1, g = m / rounds;
+    int64_t rounds = aps_torch_rounds(m, p), g = m / rounds;
     int64_t total = m * v, warm = (v - 1) * g + p - 1 - r, n = 0;
     if (warm > total)
         warm = total;

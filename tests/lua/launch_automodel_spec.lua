@@ -103,7 +103,7 @@ describe("launch file rank<N>_automodel.yaml", function()
     local _, refused = render(llama8b(), { fsdp_degree = 2, tp_degree = 2, pp_degree = 2, vpp_degree = 2,
       micro_batch_num = 32 }, { local_batch_size = 1 })
     assert.are.equal(1, #refused)
-    assert.truthy(refused[1]:find("1 micro-batches per pipeline schedule with pp_size 2: AutoModel asserts " ..
+    assert.truthy(refused[1]:find("micro-batches per pipeline schedule = 1 < pp_size = 2: AutoModel asserts " ..
       "pp_batch_size // pp_microbatch_size >= pp_size (recipes/llm/train_ft.py:547)", 1, true), refused[1])
   end)
 

@@ -149,8 +149,16 @@ describe("training.local_batch_size", function()
       "training.local_batch_size = 4: without pipeline parallelism the local batch is the micro-batch, so " ..
       "micro_batch_size must be 4 (got 2)")
     -- AutoModel asserts a schedule of at least pp_size micro-batches (train_ft.py:547)
-    refused("automodel", 64, 1, PP, "FRAMEWORK_UNSUPPORTED", "automodel: 1 micro-batches per pipeline schedule")
-    refused("automodel", 4, nil, PP, "FRAMEWORK_UNSUPPORTED", "automodel: 1 micro-batches per pipeline schedule")
+    refused("automodel", 64, 1, PP, "FRAMEWORK_UNSUPPORTED", "automodel: micro-batches per pipeline schedule = 1 " ..
+      "< pp_degree = 2: AutoModel asserts pp_batch_size // pp_microbatch_size >= pp_size (recipes/llm/" ..
+      "train_ft.py:547); raise training.local_batch_size to 2 (pp_degree x micro_batch_size) or more, or use " ..
+      "fewer stages")
+    refused("automodel", 4, nil, PP, "FRAMEWORK_UNSUPPORTED", "automodel: micro-batches per pipeline schedule = 1 " ..
+      "< pp_degree = 2")
+    -- PyTorch's Schedule1F1B refuses fewer micro-batches than stages (schedules.py @ pytorch 00722e64)
+    refused("fsdp2", 64, 1, { fsdp_degree = 4, pp_degree = 2, micro_batch_size = 1 }, "FRAMEWORK_UNSUPPORTED",
+      'fsdp2: PyTorch\'s Schedule1F1B raises "Number of microbatches (1) must be greater than or equal to the ' ..
+      'number of stages (2)"; raise training.local_batch_size to 2')
     local ok, err = pcall(core.context, llama8b(), node(), training("megatron", 64, 4))
     assert.is_false(ok)
     assert.truthy(tostring(err):find("training.local_batch_size: TorchTitan's and NeMo AutoModel's passes of a " ..

@@ -248,7 +248,7 @@ local function recipe_keys(w, g)
   local per_pass = launch_util.pass_microbatches(tr, { pp_degree = g.pp, micro_batch_size = g.mbs }, g.mbn)
   if g.pp > 1 and per_pass < g.pp then
     -- an estimate of another framework's (fsdp2) whose schedule AutoModel refuses
-    w.N(NE, ("%d micro-batches per pipeline schedule with pp_size %d: AutoModel asserts pp_batch_size // " ..
+    w.N(NE, ("micro-batches per pipeline schedule = %d < pp_size = %d: AutoModel asserts pp_batch_size // " ..
       "pp_microbatch_size >= pp_size (recipes/llm/train_ft.py:547)"):format(per_pass, g.pp))
   end
   if g.pp > 1 and per_pass < g.mbn then

@@ -749,6 +749,32 @@ function M.near_capacity_note(result)
   return nil
 end
 
+--- The `mbn` cell of a top-k record: its micro-batches per step, or, run
+-- as G pipeline schedules (training.local_batch_size), "GxM" (G passes of
+-- M micro-batches; performance_cost.gradient_accumulation_steps).
+-- @tparam table r top-k record
+-- @treturn string
+function M.mbn_text(r)
+  local g = ((r.performance_cost or {}).gradient_accumulation_steps) or 1
+  local m = r.micro_batch_num
+  if g > 1 and type(m) == "number" then return ("%dx%d"):format(g, m // g) end
+  return tostring(m)
+end
+
+--- The footnote of a top-k whose micro-batches run as several pipeline
+-- schedules a step (M.mbn_text's "GxM"), or nil.
+-- @tparam table result
+-- @treturn string|nil
+function M.passes_note(result)
+  for _, r in ipairs(result.top_k_strategies or {}) do
+    if (((r.performance_cost or {}).gradient_accumulation_steps) or 1) > 1 then
+      return "mbn GxM: G pipeline schedules a step (training.local_batch_size), M micro-batches each; " ..
+        "each pays its own bubble and gradient reduction"
+    end
+  end
+  return nil
+end
+
 --- The footnote of a top-k priced with CUDA graphs of the whole
 -- iteration (`performance_cost.cuda_graph_scope`, what ctx:estimate
 -- priced), or nil when none is: which ranks Megatron-Core switches to them

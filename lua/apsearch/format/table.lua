@@ -189,7 +189,7 @@ function M.rows(result)
       tostring(r.cp_degree),
       (r.cp_degree or 1) > 1 and tostring(r.cp_comm_type) or "-",
       ep_text(r), dispatcher_text(r),
-      tostring(r.micro_batch_size), tostring(r.micro_batch_num), rc,
+      tostring(r.micro_batch_size), common.mbn_text(r), rc,
       string.format("%.3f", pc.step_time or 0),
       string.format("%.0f", pc.tokens_per_s_per_gpu or 0),
       string.format("%.1f", 100 * (pc.mfu or 0)) .. (pc.mfu_above_published and "^" or ""),
@@ -343,6 +343,7 @@ function M.with_notes(tbl, result, same, width)
   for _, note in ipairs({ M.objective_note(result) or false, common.interval_note(result) or false,
       common.mfu_note(result) or false, common.mfu_basis_note(result) or false, common.peak_note(result) or false,
       common.near_capacity_note(result) or false, common.full_graph_note(result) or false,
+      common.passes_note(result) or false,
       common.launchable_note(result) or false }) do
     if note then lines[#lines + 1] = note end
   end

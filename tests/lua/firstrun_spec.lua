@@ -684,6 +684,16 @@ describe("when nothing fits", function()
     assert.is_nil(chosen:find("fits with --set", 1, true), chosen)
   end)
 
+  it("offers AutoModel's per-micro-batch gradient sync only where the closest strategy shards gradients", function()
+    -- Llama 3.1 405B on 96 H100, AutoModel, local batch 16: the closest strategies (TP 8 x PP 12, no FSDP,
+    -- ZeRO 0) hold no deferred FSDP gradient, so the setting cannot help (a new user's round, 2026-12-07)
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12",
+      "--set", "training.framework=automodel", "--set", "training.local_batch_size=16")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("closest strategies (least estimated memory):\n  dp=1 fsdp=1 tp=8", 1, true), out)
+    assert.is_nil(out:find("defer_fsdp_grad_sync", 1, true), out)
+  end)
+
   it("says when one distributed optimizer instance fits where the run's partial ones do not", function()
     -- Llama 3.1 70B on 32 H100s, Megatron with --num-distributed-optimizer-instances 2: the
     -- optimizer states sharded over half the data-parallel ranks (closest 82.43 GiB); one instance fits

@@ -288,7 +288,7 @@ end
 -- LAUNCH_DIFFERS has one.
 M.RELAX = {
   MEMORY_LIMIT = "memory: let the space shard or recompute more (wider tp_degree, pp_degree, cp_degree or fsdp_degree, zero_stage, layer_recompute = full, a smaller micro_batch_size), or raise the limit (--set cluster.memory_limit_gib=N, up to the device's memory)",
-  BATCH_DIVISIBILITY = "batch: global_batch_size must divide by the data-parallel ranks x micro_batch_size (and training.local_batch_size, when set, be a multiple of micro_batch_size dividing a data-parallel rank's sequences; without pipeline parallelism equal to micro_batch_size); change training.global_batch_size or local_batch_size, or widen micro_batch_size / the data-parallel degrees",
+  BATCH_DIVISIBILITY = "batch: global_batch_size must be divisible by the data-parallel ranks x micro_batch_size (and training.local_batch_size, when set, be a multiple of micro_batch_size dividing a data-parallel rank's sequences; without pipeline parallelism equal to micro_batch_size); change training.global_batch_size or local_batch_size, or widen micro_batch_size / the data-parallel degrees",
   DEVICE_COUNT = "device count: the degrees must multiply to the devices; widen the degree ranges (data_parallel = \"auto\") or allow idle devices (--set constraints.allow_idle_devices=true)",
   IDLE_DEVICES = "idle devices: the degrees leave devices unused; let the data-parallel degree fill them (search_space.data_parallel = \"auto\"; a dimension the space leaves out is 1), widen the degree ranges, or allow idle devices (--set constraints.allow_idle_devices=true)",
   PP_DIVISIBILITY = "pipeline split: num_layers does not divide by pp_degree x vpp_degree; allow pipeline_split = embedding_loss or fill_last, layer_offset = balanced or a stage_partition, or other pp_degree values",
@@ -599,9 +599,17 @@ function M.diagnose(result, n)
         built and fp.framework and fp.framework.framework, built and fp.setting and fp.setting.set)
     -- NeMo AutoModel defers the FSDP gradient sync by default (profile.c):
     -- with more than one micro-batch every parameter's fp32 gradient stays
-    -- unsharded until the last one, which only micro_batch_num 1 avoids
+    -- unsharded until the last one, which only micro_batch_num 1 avoids;
+    -- said where the closest strategy shards its gradients (FSDP or a ZeRO
+    -- stage), unless the fit probe's setting_fit already said the setting
+    -- fits (memory_suggestion)
     local tr = (result.inputs or {}).training or {}
-    if tr.framework == "automodel" and tr.defer_fsdp_grad_sync == nil then
+    local c1s
+    for _, c in ipairs(result.closest_infeasible or {}) do
+      if c.index == c1.index then c1s = c.strategy break end
+    end
+    local sharded = c1s and ((c1s.fsdp_degree or 1) > 1 or (c1s.zero_stage or 0) > 0)
+    if tr.framework == "automodel" and tr.defer_fsdp_grad_sync == nil and sharded and not fp.setting then
       out.suggestions[#out.suggestions + 1] = "NeMo AutoModel defers the FSDP gradient sync (its default): with " ..
         "more than one micro-batch a step holds every parameter's fp32 gradient unsharded; " ..
         "--set training.defer_fsdp_grad_sync=false shards them after each micro-batch (more reduce-scatters)."

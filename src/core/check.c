@@ -492,8 +492,8 @@ static aps_reason check_torch_fill(const aps_training *t,
     if (s->pp_schedule == APS_PP_1F1B) {
         aps_fmt(msg, n, "Interleaved1F1B (vpp_degree = %lld) with micro-"
                 "batches per schedule = %lld < pp_degree = %lld: PyTorch runs "
-                "it with stages idle, apsearch does not simulate it; %s", (long long)s->vpp_degree, (long long)mb,
-                (long long)p, fix);
+                "it with stages idle, apsearch does not simulate it; %s",
+                (long long)s->vpp_degree, (long long)mb, (long long)p, fix);
         return APS_REASON_NOT_MODELLED;
     }
     return APS_REASON_NONE;

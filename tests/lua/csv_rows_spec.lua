@@ -61,7 +61,7 @@ describe("candidates.csv rows (core.csv_rows)", function()
   -- a block filtered before its estimate is written in one call
   -- (csv_rows:block): each of its rows must be the one spelt cell by cell
   -- for the block's candidate with its position's values
-  it("are the rows spelt cell by cell in blocks written at once, on real spaces", function()
+  it("are the rows spelt cell by cell in blocks written at once, on real spaces #bulk", function()
     local stream_rows = csv.stream_rows
     finally(function() csv.stream_rows = stream_rows end)
     csv.stream_rows = 5

@@ -67,7 +67,7 @@ describe("estimate --from result.json --rank N", function()
   -- the run's "top-N: dp=4 fsdp=1 tp=8 sp=on ..." log lines, pasted back
   -- as they are printed (a new user's pass, 2026-12-06: "dp: unknown
   -- strategy field")
-  it("estimates a strategy line the run printed, pasted back with its short names", function()
+  it("estimates a strategy line the run printed, pasted back with its short names #bulk", function()
     -- spaces whose ranked strategies differ only in the selective modules,
     -- the full-recompute method, the dispatcher or the capacity factor,
     -- which the lines once left out (a breaker's find: four MoE strategies

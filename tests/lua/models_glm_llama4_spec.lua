@@ -469,7 +469,7 @@ describe("llama4: apsearch run estimates it and says what the launch files lack"
     assert.are.equal(3 * B * L * 4 * S * 3072 * ad, flops(cjson.null) - flops(8192))
   end)
 
-  it("writes the Megatron-LM flags and NOT WRITTEN lines for Scout at 16k tokens", function()
+  it("writes the Megatron-LM flags and NOT WRITTEN lines for Scout at 16k tokens #bulk", function()
     local dir = H.tmpdir()
     local code, _, err = H.apsearch("run", "--model", "examples/models/llama-4-scout-17b-16e.json",
       "--cluster", "h100-sxm-80gb:16", "--top-k", "1", "--quiet", "--out", dir,

@@ -335,7 +335,7 @@ describe("apsearch binary", function()
         one_line_error(apsearch("run", "--launchable", "NeMo")))
     end)
 
-    it("for a memory limit, naming the field as written and its value", function()
+    it("for a memory limit, naming the field as written and its value #bulk", function()
       assert.are.equal("--set: cluster.memory_limit_gib: must be a finite number > 0 (got -5)",
         one_line_error(apsearch("run", "--set", "cluster.memory_limit_gib=-5")))
       -- a positive limit of a few bytes: nothing fits, said as such (the

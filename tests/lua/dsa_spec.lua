@@ -228,7 +228,7 @@ describe("DeepSeek Sparse Attention: estimate", function()
     assert.is_true(math.abs(got - (core - idx)) <= 1e-9 * core, ("%.17g vs %.17g"):format(got, core - idx))
   end)
 
-  it("DeepSeek-V3.2 on h100-sxm-80gb:128 has feasible strategies and writes the dsa flags", function()
+  it("DeepSeek-V3.2 on h100-sxm-80gb:128 has feasible strategies and writes the dsa flags #bulk", function()
     local dir = H.tmpdir()
     local code, out, err = H.apsearch("run", "--model", "examples/models/deepseek-v3.2.json",
       "--cluster", "h100-sxm-80gb:128", "--top-k", "3", "--format", "json", "--quiet", "--out", dir)

@@ -408,7 +408,7 @@ return { name = "bad_rule", code = "BAD", cheap = true, description = "raises",
     -- no O_TMPFILE (NFS, vfat: a mkostemp file unlinked at once) and no
     -- copy_file_range between the two files (EXDEV, EOPNOTSUPP: pread and
     -- write), simulated by an LD_PRELOAD shim
-    it("without O_TMPFILE or copy_file_range (a shim): the same candidates.csv, nothing left", function()
+    it("without O_TMPFILE or copy_file_range (a shim): the same candidates.csv, nothing left #bulk", function()
       local dir = h.tmpdir()
       local shim = [[
 #define _GNU_SOURCE

@@ -2439,7 +2439,7 @@ describe("launch configs", function()
 
   -- qwen3/__init__.py _30b_a3b, deepseek_v3/__init__.py _16b @ b5bcd76c:
   -- the flavours' embeddings, final norm and lm_head
-  it("write an MoE model of a width or vocabulary no flavour has with its own embeddings and lm_head", function()
+  it("write an MoE model of a width or vocabulary no flavour has with its own embeddings and lm_head #bulk", function()
     local tt = require "apsearch.launch.torchtitan"
     -- Qwen3-30B-A3B with a width no qwen3 flavour has
     local m = { num_experts = 128, experts_per_token = 8, moe_ffn_hidden_size = 768, qk_norm = true,

@@ -160,7 +160,7 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.truthy(saved.baseline_diff.inputs.changed[1])
   end)
 
-  it("finds an MoE strategy that left among this search's candidates (its expert degrees walked too)", function()
+  it("finds an MoE strategy that left among this search's candidates (its expert degrees walked too) #bulk", function()
     -- the walk had no expert count: every MoE strategy read "not in the
     -- search space any more" (newuser, 2026-12-03)
     local moe_dir = H.tmpdir() .. "/moe"

@@ -17,9 +17,12 @@
  *
  * Step time: with t_f, t_b the forward and backward time of one
  * micro-batch on the slowest stage (compute plus the exposed TP, CP and
- * FSDP communication inside it),
- *   step = m (t_f + t_b) + bubble
- *          + exposed pp p2p + exposed DP / HSDP sync + optimizer,
+ * FSDP communication inside it) and m the micro-batches of one pipeline
+ * schedule,
+ *   step = G (m (t_f + t_b) + bubble
+ *             + exposed pp p2p + exposed DP / HSDP sync) + optimizer,
+ * G the schedules a step runs (1, or the passes of training.
+ * local_batch_size: repeat_passes),
  * the bubble being that stage's idle time in the simulated schedule
  * (schedule.c; (p-1)/v (t_f + t_b) for equal stages, Narayanan et al.
  * SC'21 s.2.2, which it keeps for strategies over the memory limit).

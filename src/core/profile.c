@@ -307,20 +307,18 @@ static const aps_framework_profile profiles[] = {
          * the last micro-batch only; DDP runs no_sync (l.258-259) */
         .sync_every_microbatch = false,
         .defer_grad_sync = true,
-        /* under PP the stage backward is patched to keep parameters and
-         * gradients unsharded until the last micro-batch (AM moe/
-         * fsdp_mixin.py:283-289 patched_backward_maybe_with_nosync;
-         * distributed/pipelining/autopipeline.py:170) */
+        /* under PP parameters and gradients stay unsharded until a
+         * schedule's last backward: the launch file's model.backend.
+         * enable_fsdp_optimizations false leaves PyTorch's stage backward
+         * in place (train_ft.py l.571-573, pipelining/functional.py
+         * l.985-990 @ 36044ad3; its patch, moe/fsdp_mixin.py:281-289,
+         * reduces at the same point for an FSDP-wrapped stage) */
         .pp_unsharded_grads = true,
         /* a step's passes of training.local_batch_size (TorchTitan
          * trainer.py l.409-428 @ b5bcd76c; AutoModel step_scheduler.py
          * l.113-119, train_ft.py l.542-548 @ 36044ad3), each a
          * torch.distributed.pipelining schedule */
         .torch_pipelining = true,
-        /* every pass reduces at its schedule's last backward: the
-         * launch file's model.backend.enable_fsdp_optimizations false
-         * leaves PyTorch's stage backward in place (train_ft.py
-         * l.571-573, pipelining/functional.py l.985-990 @ 36044ad3) */
         .dp_buffers = APS_DP_BUFFERS_DDP,
         /* Hugging Face configs carry their dropout (policy reads it);
          * AutoModel's own MoE models (models/qwen3_moe, deepseek_v3)

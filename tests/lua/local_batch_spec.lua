@@ -12,6 +12,7 @@
 
 local core = require "apsearch.core"
 local launch = require "apsearch.launch"
+local H = require "spec_helpers"
 
 local function llama8b()
   return { name = "Llama-3.1-8B", num_layers = 32, hidden_size = 4096, num_attention_heads = 32,
@@ -164,6 +165,29 @@ describe("training.local_batch_size", function()
     assert.truthy(tostring(err):find("training.local_batch_size: TorchTitan's and NeMo AutoModel's passes of a " ..
       "step (framework fsdp2 or automodel; megatron runs every micro-batch of a step in one schedule; got 4)", 1,
       true), tostring(err))
+  end)
+
+  it("shows a step of passes in the table as GxM, with a footnote", function()
+    -- Llama 3.1 70B on 64 H100, FSDP2, global batch 256, local batch 8: at PP 4 a data-parallel rank takes
+    -- 256 / dp sequences, 8 a pass, micro-batch 1 (the rows' fsdp x tp x 4 = 64 ranks)
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8", "--set",
+      "training.framework=fsdp2", "--set", "training.global_batch_size=256", "--set", "training.local_batch_size=8",
+      "--fix", "pp=4", "--fix", "mbs=1", "--top-k", "3", "--format", "json")
+    assert.are.equal(0, code, out)
+    local top = require("cjson").decode(out).top_k_strategies
+    local code2, text = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8", "--set",
+      "training.framework=fsdp2", "--set", "training.global_batch_size=256", "--set", "training.local_batch_size=8",
+      "--fix", "pp=4", "--fix", "mbs=1", "--top-k", "3")
+    assert.are.equal(0, code2, text)
+    for _, r in ipairs(top) do
+      local dp = r.dp_degree * r.fsdp_degree
+      local g = 256 // dp // 8
+      assert.are.equal(g, r.performance_cost.gradient_accumulation_steps)
+      assert.are.equal(256 // dp, r.micro_batch_num)
+      assert.truthy(text:find((" %dx8 "):format(g), 1, true), text)
+    end
+    assert.truthy(text:find("mbn GxM: G pipeline schedules a step (training.local_batch_size), M micro-batches " ..
+      "each", 1, true), text)
   end)
 
   it("is what the TorchTitan files write: a pass's micro-batches", function()

@@ -571,6 +571,14 @@ end
 -- can fit where the other does not.
 M.FIT_PROBE_FRAMEWORKS = { megatron = "fsdp2", fsdp2 = "megatron" }
 
+--- Frameworks a run reaches only by choosing them (--set
+-- training.framework), and the one the fit probe tries for them all the
+-- same: NeMo AutoModel's FSDP2 and pipeline stages are PyTorch's, as
+-- TorchTitan's are, without its deferred gradient sync and fp32 loss.
+-- Not for a model AutoModel alone builds (apsearch.defaults.framework:
+-- the built policy's framework is then AutoModel's).
+M.FIT_PROBE_CHOSEN = { automodel = "fsdp2" }
+
 -- whether the run chose training.framework itself (--set; a key written
 -- with spaces or doubled dots as the policy reads it)
 local function framework_chosen(p)
@@ -585,8 +593,10 @@ end
 -- when the other framework refuses a setting the run gave (--set
 -- training.mtp_num_layers is Megatron-LM's), which is no fit, not an error
 local function framework_fit(opts, p, dev)
-  if opts.launchable or framework_chosen(p) then return nil end
-  local alt = M.FIT_PROBE_FRAMEWORKS[p.training.framework or "megatron"]
+  if opts.launchable then return nil end
+  local fw = p.training.framework or "megatron"
+  local only = require("apsearch.defaults").framework(p.model or {}) == fw
+  local alt = (not only and M.FIT_PROBE_CHOSEN[fw]) or (not framework_chosen(p) and M.FIT_PROBE_FRAMEWORKS[fw])
   if not alt then return nil end
   local ok, fit = pcall(probe_fit, opts, dev, nil, nil, { "training.framework=" .. alt })
   if not ok or not fit then return nil end
@@ -1604,6 +1614,11 @@ local function complete_strategy(s, inputs, split_given, dims, ctx)
       if s[f] == nil then s[f] = v end
     end
   end
+  -- without pipeline parallelism a pass of training.local_batch_size is one
+  -- micro-batch (TorchTitan and AutoModel run the local batch as one
+  -- forward): the only micro-batch size the check accepts there
+  local lbs = inputs.training.local_batch_size or 0
+  if s.micro_batch_size == nil and lbs > 0 and (s.pp_degree or 1) == 1 then s.micro_batch_size = lbs end
   if s.reshard_after_forward == nil then
     -- what the framework runs, as the search enumerates it
     s.reshard_after_forward = space.default_reshard(fw, s.fsdp_degree or 1, s.pp_degree or 1)

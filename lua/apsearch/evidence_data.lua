@@ -14,8 +14,10 @@
 --   tests/fixtures/heldout/mlperf_training.csv
 --   tests/fixtures/heldout/public_runs_found.csv
 -- Key: layers/hidden/experts/top-k/vocabulary|device|framework; lo, hi: measured over estimated
--- step time (apsearch.evidence).
+-- step time (apsearch.evidence); *|*|framework: every model and device of a framework of
+-- evidence.FRAMEWORK_WIDE.
 return { groups = {
+  ["*|*|automodel"] = { runs = 7, lo = 0.6524, hi = 0.9277, files = { "automodel_perf.csv" } },
   ["112/18432/0/0/131072|h100-sxm-80gb|megatron"] = { runs = 1, lo = 0.9177, hi = 0.9177, files = { "megatron_lm_readme_h100.csv" } },
   ["126/16384/0/0/128256|b200|megatron"] = { runs = 4, lo = 1.0249, hi = 1.0599, files = { "megatron_bridge_perf.csv" } },
   ["126/16384/0/0/128256|gb200|megatron"] = { runs = 18, lo = 0.6851, hi = 1.3191, files = { "megatron_bridge_perf.csv" } },
@@ -27,7 +29,7 @@ return { groups = {
   ["126/16384/0/0/32768|h100-sxm-80gb|megatron"] = { runs = 3, lo = 1.0628, hi = 1.0734, files = { "mlperf_training.csv" } },
   ["126/16384/0/0/32768|h200-sxm-141gb|megatron"] = { runs = 1, lo = 1.0377, hi = 1.0377, files = { "mlperf_training.csv" } },
   ["24/2048/0/0/131072|h100-sxm-80gb|megatron"] = { runs = 1, lo = 1.2071, hi = 1.2071, files = { "megatron_lm_readme_h100.csv" } },
-  ["24/2880/32/4/201088|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.9258, hi = 0.9258, files = { "automodel_perf.csv" } },
+  ["24/2880/32/4/201088|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.9277, hi = 0.9277, files = { "automodel_perf.csv" } },
   ["30/4096/0/0/131072|h100-sxm-80gb|megatron"] = { runs = 1, lo = 1.0804, hi = 1.0804, files = { "megatron_lm_readme_h100.csv" } },
   ["32/4096/0/0/128256|b200|megatron"] = { runs = 11, lo = 0.4802, hi = 1.2326, files = { "megatron_bridge_perf.csv", "mlperf_training.csv", "public_runs_found.csv" } },
   ["32/4096/0/0/128256|b300|megatron"] = { runs = 1, lo = 1.0743, hi = 1.0743, files = { "mlperf_training.csv" } },
@@ -39,12 +41,12 @@ return { groups = {
   ["32/6144/0/0/131072|h100-sxm-80gb|megatron"] = { runs = 1, lo = 0.8795, hi = 0.8795, files = { "megatron_lm_readme_h100.csv" } },
   ["36/2880/128/4/201088|gb200|megatron"] = { runs = 1, lo = 1.4299, hi = 1.4299, files = { "megatron_bridge_cards.csv" } },
   ["36/2880/128/4/201088|gb300|megatron"] = { runs = 1, lo = 1.3668, hi = 1.3668, files = { "megatron_bridge_cards.csv" } },
-  ["36/2880/128/4/201088|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.8517, hi = 0.8517, files = { "automodel_perf.csv" } },
-  ["48/2048/128/8/151936|b200|fsdp2"] = { runs = 1, lo = 0.8954, hi = 0.8954, files = { "memory_reports.csv" } },
+  ["36/2880/128/4/201088|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.8538, hi = 0.8538, files = { "automodel_perf.csv" } },
+  ["48/2048/128/8/151936|b200|fsdp2"] = { runs = 1, lo = 0.8919, hi = 0.8919, files = { "memory_reports.csv" } },
   ["48/2048/128/8/151936|b200|megatron"] = { runs = 8, lo = 0.9022, hi = 1.4688, files = { "megatron_bridge_perf_moe.csv", "public_runs_found.csv" } },
   ["48/2048/128/8/151936|gb200|megatron"] = { runs = 14, lo = 0.8530, hi = 1.2547, files = { "megatron_bridge_cards.csv", "megatron_bridge_perf_moe.csv", "megatron_lm_moe_recipes.csv" } },
   ["48/2048/128/8/151936|gb300|megatron"] = { runs = 13, lo = 1.0098, hi = 1.1970, files = { "megatron_bridge_cards.csv", "megatron_bridge_perf_moe.csv" } },
-  ["48/2048/128/8/151936|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.6511, hi = 0.6511, files = { "automodel_perf.csv" } },
+  ["48/2048/128/8/151936|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.6524, hi = 0.6524, files = { "automodel_perf.csv" } },
   ["48/2048/128/8/151936|h100-sxm-80gb|megatron"] = { runs = 10, lo = 0.9769, hi = 2.5212, files = { "megatron_bridge_cards.csv", "megatron_bridge_perf_moe.csv", "megatron_lm_moe_recipes.csv" } },
   ["48/2048/128/8/151936|h800-sxm-80gb|megatron"] = { runs = 2, lo = 1.2485, hi = 1.2810, files = { "public_runs_found.csv" } },
   ["48/7168/0/0/131072|h100-sxm-80gb|megatron"] = { runs = 1, lo = 0.6950, hi = 0.6950, files = { "megatron_lm_readme_h100.csv" } },
@@ -56,10 +58,10 @@ return { groups = {
   ["61/7168/256/8/129280|b200|megatron"] = { runs = 8, lo = 0.9289, hi = 1.3088, files = { "megatron_bridge_perf_moe.csv", "megatron_lm_moe_recipes.csv" } },
   ["61/7168/256/8/129280|gb200|megatron"] = { runs = 12, lo = 0.8471, hi = 1.0576, files = { "megatron_bridge_cards.csv", "megatron_bridge_perf_moe.csv", "megatron_lm_moe_recipes.csv" } },
   ["61/7168/256/8/129280|gb300|megatron"] = { runs = 12, lo = 0.8048, hi = 1.0498, files = { "megatron_bridge_cards.csv", "megatron_bridge_perf_moe.csv", "megatron_lm_moe_recipes.csv" } },
-  ["61/7168/256/8/129280|h100-sxm-80gb|automodel"] = { runs = 2, lo = 0.6561, hi = 0.7905, files = { "automodel_perf.csv" } },
+  ["61/7168/256/8/129280|h100-sxm-80gb|automodel"] = { runs = 2, lo = 0.6687, hi = 0.7570, files = { "automodel_perf.csv" } },
   ["61/7168/256/8/129280|h100-sxm-80gb|megatron"] = { runs = 2, lo = 0.8930, hi = 1.3095, files = { "megatron_bridge_cards.csv", "megatron_bridge_perf_moe.csv" } },
   ["61/7168/256/8/129280|h800-sxm-80gb|megatron"] = { runs = 1, lo = 0.6823, hi = 0.6823, files = { "deepseek_h800.csv" } },
-  ["61/7168/384/8/163840|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.8576, hi = 0.8576, files = { "automodel_perf.csv" } },
+  ["61/7168/384/8/163840|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.7895, hi = 0.7895, files = { "automodel_perf.csv" } },
   ["80/8192/0/0/128256|gb200|megatron"] = { runs = 15, lo = 0.9352, hi = 1.1175, files = { "megatron_bridge_perf.csv" } },
   ["80/8192/0/0/128256|gb300|megatron"] = { runs = 13, lo = 0.7024, hi = 1.0562, files = { "megatron_bridge_perf.csv" } },
   ["80/8192/0/0/128256|h100-sxm-80gb|automodel"] = { runs = 1, lo = 0.8864, hi = 0.8864, files = { "automodel_perf.csv" } },

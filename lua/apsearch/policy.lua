@@ -89,6 +89,22 @@ local TOP = {
 
 local OUTPUT_FORMATS = { "table", "json", "csv" }
 
+-- The problem text of an unknown top-level field k (value v): "unknown
+-- field", and where k, or a field of the table v (a framework's own
+-- section, AutoModel's `step_scheduler.local_batch_size`), is a model,
+-- cluster or training field, where it goes (schema.elsewhere).
+local function misplaced_field(k, v)
+  local name, hint = k, schema.elsewhere(k)
+  if not hint and type(v) == "table" then
+    for _, leaf in ipairs(suggest.keys(v)) do
+      hint = schema.elsewhere(leaf)
+      if hint then name = leaf break end
+    end
+  end
+  if not hint then return "unknown field" end
+  return "unknown field; " .. hint:gsub("^it", ('"%s"'):format(tostring(name)), 1)
+end
+
 --- Largest number of values one range may expand to.
 M.max_range_values = 100000
 
@@ -1355,7 +1371,7 @@ function M.from_table(raw, file, opts)
   local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides,
                            aliases = {}, hf_imports = opts.hf_imports or {}, partial = opts.partial }, Norm)
   for k, v in pairs(raw) do
-    if not TOP[k] then n:fail(tostring(k), suggest.unknown("unknown field", k, suggest.keys(TOP)), v) end
+    if not TOP[k] then n:fail(tostring(k), suggest.unknown(misplaced_field(k, v), k, suggest.keys(TOP)), v) end
   end
   for _, k in ipairs({ "name", "description" }) do
     if raw[k] ~= nil then

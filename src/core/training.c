@@ -257,10 +257,11 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         return APS_EINVAL;
     }
     if (t->local_batch_size > 0 && !aps_profile(t)->torch_pipelining) {
-        aps_fmt(err, n, "training.local_batch_size: TorchTitan's and NeMo "
-                "AutoModel's passes of a step (framework fsdp2 or automodel; "
-                "%s runs every micro-batch of a step in one schedule; got "
-                "%lld)", aps_framework_name(t->framework),
+        aps_fmt(err, n, "training.local_batch_size: set training.framework "
+                "to fsdp2 or automodel, or leave it out (TorchTitan's and "
+                "NeMo AutoModel's passes of a step; %s runs every "
+                "micro-batch of a step in one schedule; got %lld)",
+                aps_framework_name(t->framework),
                 (long long)t->local_batch_size);
         return APS_EINVAL;
     }

@@ -22,8 +22,13 @@ describe("apsearch.evidence", function()
     local built = evidence.build({
       ["b.csv"] = { cases = { case(50, "h100-sxm-80gb"), case(0 / 0, "h100-sxm-80gb") } },
       ["a.csv"] = { cases = { case(-20, "h100-sxm-80gb"), case(10, "b200"), { error = "x" },
-        case(30, "h100-sxm-80gb", "fsdp2") } },
+        case(30, "h100-sxm-80gb", "fsdp2"), case(-30, "h100-sxm-80gb", "automodel"),
+        case(-10, "b200", "automodel") } },
     })
+    -- AutoModel's (evidence.FRAMEWORK_WIDE) also over every model and device; FSDP2's not
+    assert.are.same({ runs = 2, lo = 0.7, hi = 0.9, files = { "a.csv" } }, built.groups["*|*|automodel"])
+    assert.is_nil(built.groups["*|*|fsdp2"])
+    assert.is_nil(built.groups["*|*|megatron"])
     -- an FSDP2 run is a group of its own
     assert.are.equal(1.3, built.groups["2/8/0/0/16|h100-sxm-80gb|fsdp2"].hi)
     local g = built.groups["2/8/0/0/16|h100-sxm-80gb|megatron"]
@@ -50,6 +55,25 @@ describe("apsearch.evidence", function()
     -- the Megatron-Bridge runs say nothing of an FSDP2 estimate
     assert.is_nil(evidence.of(qwen, "h100-sxm-80gb", "fsdp2"))
     assert.is_nil(evidence.caveat(qwen, "h100-sxm-80gb", "fsdp2", 0.837, 1.194))
+    -- an AutoModel estimate of a model its held-out runs do not have: its runs of every model and GPU
+    local llama405 = { num_layers = 126, hidden_size = 16384, vocab_size = 128256 }
+    assert.is_nil(evidence.of(llama405, "h100-sxm-80gb", "automodel"))
+    local all = assert(evidence.framework_runs("automodel"))
+    assert.truthy(evidence.caveat(llama405, "h100-sxm-80gb", "automodel", 0.88, 1.14):find(
+      ("the %d held-out automodel runs (every model and GPU) measured x%.2f-%.2f the estimated step time, outside " ..
+        "these factors (automodel_perf.csv"):format(all.runs, all.lo, all.hi), 1, true))
+    assert.is_nil(evidence.caveat(llama405, "h100-sxm-80gb", "automodel", all.lo, all.hi))
+    assert.is_nil(evidence.framework_runs("megatron"))
+  end)
+
+  it("matches a fresh validation of NeMo AutoModel's runs, every model and GPU", function()
+    local results = { ["automodel_perf.csv"] = require("apsearch.validate").run(H.ROOT ..
+      "/tests/fixtures/heldout/automodel_perf.csv") }
+    local fresh = evidence.build(results).groups["*|*|automodel"]
+    local shipped = require("apsearch.evidence_data").groups["*|*|automodel"]
+    assert.are.equal(shipped.runs, fresh.runs)
+    assert.is_true(math.abs(shipped.lo - fresh.lo) < 5e-5, fresh.lo)
+    assert.is_true(math.abs(shipped.hi - fresh.hi) < 5e-5, fresh.hi)
   end)
 
   -- the shipped table is the estimator's: one group recomputed from a

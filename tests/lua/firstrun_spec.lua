@@ -668,6 +668,8 @@ describe("when nothing fits", function()
     assert.are.equal(1, code)
     assert.truthy(out:find("use more devices; --set training.defer_fsdp_grad_sync=false fits on these devices " ..
       "(below).", 1, true), out)
+    -- a model AutoModel alone builds: no TorchTitan alternative
+    assert.is_nil(out:find("training.framework = fsdp2", 1, true), out)
     local fit, step = out:match("\nfits with %-%-set training%.defer_fsdp_grad_sync=false on these devices %(the " ..
       "FSDP gradients sharded after each micro%-batch; this run's command with it added%): ([^\n]-), step ([%d.]+) s")
     assert.truthy(fit, out)
@@ -733,6 +735,23 @@ describe("when nothing fits", function()
     local _, spaced = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:2", "--set",
       " training.framework =megatron")
     assert.is_nil(spaced:find("training.framework = fsdp2", 1, true), spaced)
+    -- NeMo AutoModel, which only a --set reaches: TorchTitan's FSDP2 is tried all the same (Llama 3.1 405B on 96
+    -- H100s, local batch 16: AutoModel's deferred gradient sync and fp32 loss fit nothing, TorchTitan's TP 8 x PP 12)
+    local am = { "run", "-q", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:12", "--set",
+      "training.framework=automodel", "--set", "training.local_batch_size=16" }
+    local function with(extra)
+      local a = { table.unpack(am) }
+      for _, x in ipairs(extra) do a[#a + 1] = x end
+      return table.unpack(a)
+    end
+    local code3, amj = H.apsearch(with({ "--format", "json" }))
+    assert.are.equal(1, code3, amj)
+    local fw = require("cjson").decode(amj).fit_probe.framework
+    assert.are.equal("fsdp2", fw.framework)
+    assert.are.equal(96, fw.devices)
+    local code4, tt = H.apsearch(with({ "--set", "training.framework=fsdp2", "--top-k", "1", "--format", "json" }))
+    assert.are.equal(0, code4, tt)
+    assert.are.equal(fw.step_time, require("cjson").decode(tt).top_k_strategies[1].performance_cost.step_time)
     -- a setting FSDP2 refuses (dropout is Megatron-LM's here) is no fit of
     -- it, not an error of the run (it exited 2 naming fsdp2)
     local code2, out2 = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:2", "--set",

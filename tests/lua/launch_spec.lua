@@ -1427,6 +1427,22 @@ describe("launch configs", function()
     assert.is_nil(check_all(r)[1].megatron.text:find("PYTORCH_CUDA_ALLOC_CONF", 1, true))
   end)
 
+  it("say, in every engine's file but the estimated framework's, whose overheads the estimate priced", function()
+    local st = { dp_degree = 8, zero_stage = 1, tp_degree = 1, micro_batch_size = 1, layer_recompute = "none" }
+    local files = check_all(estimated(h100_8b({}), st))[1]
+    local function note(engine) return files[engine].text:match("# NOTE: the estimate is of framework = ([^\n]*)") end
+    assert.is_nil(note("megatron"))
+    assert.are.equal("megatron (its overheads); for TorchTitan's own, --set training.framework=fsdp2", note("torchtitan"))
+    assert.are.equal("megatron (its overheads); for AutoModel's own, --set training.framework=automodel",
+      note("automodel"))
+    assert.is_nil(note("mindformers"))
+    local tt = { framework = "fsdp2" }
+    assert.are.equal("the estimate is of framework = fsdp2 (its overheads); for Megatron-LM's own, --set " ..
+      "training.framework=megatron", launch.framework_note("megatron", tt))
+    assert.is_nil(launch.framework_note("torchtitan", tt))
+    assert.is_nil(launch.framework_note("mindformers", tt))
+  end)
+
   it("write Megatron-FSDP as validate_args needs it: sharding strategy, fsdp_dtensor, main-grads dtype", function()
     local function h100_8b(training)
       local tr = { global_batch_size = 128, seq_length = 8192, framework = "megatron",

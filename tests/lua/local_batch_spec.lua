@@ -162,9 +162,22 @@ describe("training.local_batch_size", function()
       'number of stages (2)"; raise training.local_batch_size to 2')
     local ok, err = pcall(core.context, llama8b(), node(), training("megatron", 64, 4))
     assert.is_false(ok)
-    assert.truthy(tostring(err):find("training.local_batch_size: TorchTitan's and NeMo AutoModel's passes of a " ..
-      "step (framework fsdp2 or automodel; megatron runs every micro-batch of a step in one schedule; got 4)", 1,
-      true), tostring(err))
+    assert.truthy(tostring(err):find("training.local_batch_size: set training.framework to fsdp2 or automodel, " ..
+      "or leave it out (TorchTitan's and NeMo AutoModel's passes of a step; megatron runs every micro-batch of a " ..
+      "step in one schedule; got 4)", 1, true), tostring(err))
+  end)
+
+  it("is the micro-batch estimate --strategy takes without pipeline parallelism", function()
+    -- no pp: the local batch is the one micro-batch of a pass, the only size the check accepts
+    local code, out = H.apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--set",
+      "training.framework=fsdp2", "--set", "training.local_batch_size=2", "--strategy",
+      "fsdp_degree=8,layer_recompute=full",
+      "--format", "json")
+    assert.are.equal(0, code, out)
+    local est = require("cjson").decode(out).estimate
+    assert.are.equal(2, est.strategy.micro_batch_size)
+    assert.are.equal(8, est.strategy.micro_batch_num)
+    assert.is_not.equal("BATCH_DIVISIBILITY", est.reason)
   end)
 
   it("shows a step of passes in the table as GxM, with a footnote", function()
@@ -174,7 +187,14 @@ describe("training.local_batch_size", function()
       "training.framework=fsdp2", "--set", "training.global_batch_size=256", "--set", "training.local_batch_size=8",
       "--fix", "pp=4", "--fix", "mbs=1", "--top-k", "3", "--format", "json")
     assert.are.equal(0, code, out)
-    local top = require("cjson").decode(out).top_k_strategies
+    local result = require("cjson").decode(out)
+    local top = result.top_k_strategies
+    -- result.csv: a column of the passes beside micro_batch_num
+    local csv = require "apsearch.format.csv"
+    local lines = {}
+    for l in csv.format(result):gmatch("[^\n]+") do lines[#lines + 1] = l end
+    local at = {}
+    for i, c in ipairs(csv.columns()) do at[c] = i end
     local code2, text = H.apsearch("run", "-q", "--model", "llama-3.1-70b", "--cluster", "h100-sxm-80gb:8", "--set",
       "training.framework=fsdp2", "--set", "training.global_batch_size=256", "--set", "training.local_batch_size=8",
       "--fix", "pp=4", "--fix", "mbs=1", "--top-k", "3")
@@ -185,14 +205,18 @@ describe("training.local_batch_size", function()
       assert.are.equal(g, r.performance_cost.gradient_accumulation_steps)
       assert.are.equal(256 // dp, r.micro_batch_num)
       assert.truthy(text:find((" %dx8 "):format(g), 1, true), text)
+      local cells = {}
+      for c in (lines[r.rank + 1] .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
+      assert.are.equal(("%d"):format(g), cells[at.gradient_accumulation_steps])
+      assert.are.equal(("%d"):format(256 // dp), cells[at.micro_batch_num])
     end
     assert.truthy(text:find("mbn GxM: G pipeline schedules a step (training.local_batch_size), M micro-batches " ..
       "each", 1, true), text)
   end)
 
   it("is what the TorchTitan files write: a pass's micro-batches", function()
-    local rec = { rank = 1, devices_used = 8, memory_cost = {}, performance_cost = {}, dp_degree = 1,
-      fsdp_degree = 4, tp_degree = 1, pp_degree = 2, vpp_degree = 2, cp_degree = 1, ep_degree = 1,
+    local rec = { rank = 1, devices_used = 8, memory_cost = {},
+      performance_cost = { gradient_accumulation_steps = 4 }, dp_degree = 1, fsdp_degree = 4, tp_degree = 1, pp_degree = 2, vpp_degree = 2, cp_degree = 1, ep_degree = 1,
       micro_batch_size = 1, micro_batch_num = 16, layer_recompute = "none", zero_stage = 3, pp_schedule = "1f1b",
       sequence_parallel = false }
     local result = { inputs = { model = llama8b(), training = training("fsdp2", 64, 4),
@@ -207,5 +231,8 @@ describe("training.local_batch_size", function()
     -- the release: local_batch_size 4 of pipeline_parallel_microbatch_size 1
     local toml = require("apsearch.launch.torchtitan_toml").render(launch.context(result, rec), "v0.2.2")
     assert.truthy(toml:find("\nlocal_batch_size = 4", 1, true), toml)
+    -- the header's mbn is the step's; the passes are named beside it
+    assert.truthy(head:find(" mbn=16 recompute=none (4 pipeline schedules of 4 micro-batches: " ..
+      "training.local_batch_size)\n", 1, true), head)
   end)
 end)

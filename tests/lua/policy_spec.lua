@@ -148,6 +148,21 @@ describe("policy validation", function()
     assert.truthy(err_of(norm, raw):find('did you mean "search_space"? (known: cluster, constraints,', 1, true))
   end)
 
+  it("names the section of a misplaced field, or of a field in a framework's own section", function()
+    local raw = base()
+    raw.local_batch_size = 4
+    assert.truthy(err_of(norm, raw):find('^policy%.lua: local_batch_size: unknown field; "local_batch_size" is ' ..
+      'a training field: %-%-set training%.local_batch_size=VALUE'), err_of(norm, raw))
+    raw = base()
+    -- NeMo AutoModel's YAML key
+    raw.step_scheduler = { local_batch_size = 4 }
+    assert.truthy(err_of(norm, raw):find('^policy%.lua: step_scheduler: unknown field; "local_batch_size" is ' ..
+      'a training field: %-%-set training%.local_batch_size=VALUE'), err_of(norm, raw))
+    raw = base()
+    raw.parallelism = { num_pp_microbatches = 4 }
+    assert.truthy(err_of(norm, raw):find("^policy%.lua: parallelism: unknown field %(known: "), err_of(norm, raw))
+  end)
+
   it("rejects a name with control characters or bytes that are not UTF-8", function()
     local raw = base()
     raw.name = "a\27[31m"

@@ -400,6 +400,16 @@ describe("chart 9: the pipeline schedule of the charted strategy", function()
     assert.is_nil(plain:find('id="chart9"', 1, true))
     assert.truthy(plain:find('id="timeline-summary"', 1, true))
     assert.truthy(plain:find("DualPipeV over 2 pipeline ranks x 2 model chunks, 64 micro-batches", 1, true))
+    assert.is_nil(plain:find("pipeline schedules (training.local_batch_size)", 1, true))
+    -- a step of passes (training.local_batch_size): the chart is one of them, and says so
+    local rec
+    for _, t in ipairs(r.top_k_strategies) do if t.rank == d.stage_rank then rec = t end end
+    local pc = rec.performance_cost
+    pc.gradient_accumulation_steps = 4
+    local passes = html.render(r, {})
+    pc.gradient_accumulation_steps = nil
+    assert.truthy(passes:find("64 micro%-batches: pipeline .*; one of 4 pipeline schedules a step runs " ..
+      "%(training.local_batch_size%), each as long"), passes)
   end)
 
   it("keeps the fill and the drain when the ops exceed the budget, and says so", function()

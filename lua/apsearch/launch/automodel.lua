@@ -676,9 +676,8 @@ function M.render(c)
     w.N("NOTE", "the hybrid Mamba-2 layers (pattern " .. c.model.hybrid_layer_pattern:sub(1, 16) ..
       "...): AutoModel builds the model from its config, and apsearch prices hybrid models for " ..
       "Megatron-LM only: this YAML's time and memory are not estimated")
-  elseif g.tr.framework ~= nil and g.tr.framework ~= "automodel" then
-    w.N("NOTE", ("the estimate is of framework = %s (its overheads); for AutoModel's own, " ..
-      "--set training.framework=automodel"):format(tostring(g.tr.framework)))
+  elseif g.tr.framework ~= nil and launch_util.framework_note("automodel", g.tr) then
+    w.N("NOTE", launch_util.framework_note("automodel", g.tr))
   end
   recipe_keys(w, g)
   mesh_keys(w, g)

@@ -42,6 +42,23 @@ M.engines = {
 -- launch file runs (MindFormers has none of apsearch's frameworks).
 M.ENGINE_FRAMEWORK = { megatron = "megatron", torchtitan = "fsdp2", automodel = "automodel" }
 
+--- The engines' names as their files' notes say them.
+M.ENGINE_TITLES = { megatron = "Megatron-LM", torchtitan = "TorchTitan", automodel = "AutoModel" }
+
+--- The NOTE of an engine's launch file when the estimate is of another
+-- framework (M.ENGINE_FRAMEWORK): whose overheads it priced, and how to
+-- estimate the engine's own.
+-- @tparam string engine an M.engines name
+-- @tparam table tr the result's training inputs
+-- @treturn string|nil the note's text; nil for the engine's own framework
+--   and for MindFormers (none of apsearch's frameworks)
+function M.framework_note(engine, tr)
+  local own, fw = M.ENGINE_FRAMEWORK[engine], tr.framework or "megatron"
+  if not own or fw == own then return nil end
+  return ("the estimate is of framework = %s (its overheads); for %s's own, --set training.framework=%s")
+    :format(tostring(fw), M.ENGINE_TITLES[engine], own)
+end
+
 --- Frameworks built on an engine's code, by the name a user may give
 -- `--launchable`, and what to give instead: NeMo 2's LLM collections and
 -- Megatron-Bridge run Megatron-Core (whose arguments the megatron file
@@ -122,9 +139,13 @@ function M.context(result, rec)
   local function safe(x) return (tostring(x):gsub("[%c\127]", "?")) end
   local dev = safe(type(cl.device) == "table" and cl.device.name or tostring(cl.device))
   local m, tr = inp.model or {}, inp.training or {}
+  local g = pc.gradient_accumulation_steps or 1
+  local passes = (g > 1 and type(rec.micro_batch_num) == "number") and
+    (" (%d pipeline schedules of %d micro-batches: training.local_batch_size)"):format(g, rec.micro_batch_num // g)
+    or ""
   local header = {
-    string.format("apsearch rank %d of the top-%d: %s", rec.rank, #(result.top_k_strategies or {}),
-      require("apsearch.search").describe_strategy(rec)),
+    string.format("apsearch rank %d of the top-%d: %s%s", rec.rank, #(result.top_k_strategies or {}),
+      require("apsearch.search").describe_strategy(rec), passes),
     string.format("model %s on %d x %s (%d per node); global batch %s x seq %s, %s",
       safe(m.name), used, dev, per_node, tostring(tr.global_batch_size),
       tostring(tr.seq_length), tostring(tr.precision)),

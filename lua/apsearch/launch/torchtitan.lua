@@ -1261,6 +1261,8 @@ function M.render(c)
   local lines, notes, imports = {}, {}, {}
   local fn = string.format("apsearch_rank%d", r.rank)
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  local other = require("apsearch.launch").framework_note("torchtitan", tr)
+  if other then N("NOTE", other) end
   local drop = require("apsearch.launch").dropout_lacks(tr, M.NO_DROPOUT)
   if drop then N("NOT EXPRESSIBLE in TorchTitan", drop) end
   if (tr.mtp_num_layers or 0) > 0 then

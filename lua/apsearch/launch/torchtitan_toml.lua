@@ -537,6 +537,8 @@ function M.render(c, tag)
   local NE = "NOT EXPRESSIBLE in TorchTitan " .. tag
   -- N(kind, text): a comment line of the file (NOT EXPRESSIBLE, NOTE, ...)
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
+  local other = require("apsearch.launch").framework_note("torchtitan", tr)
+  if other then N("NOTE", other) end
   local drop = require("apsearch.launch").dropout_lacks(tr, titan.NO_DROPOUT)
   if drop then N(NE, drop) end
   -- sections in file order, each an ordered list of {key, value, comment}

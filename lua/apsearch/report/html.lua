@@ -650,11 +650,14 @@ end
 -- rounded to M.timeline_digits significant digits).
 -- @tparam table tl the timeline
 -- @tparam number rank the top-k rank it belongs to
+-- @tparam[opt] number passes the pipeline schedules of the rank's step
+--   (performance_cost.gradient_accumulation_steps; 1 when nil): the
+--   timeline is one of them
 -- @treturn table
-function M.timeline_data(tl, rank)
+function M.timeline_data(tl, rank, passes)
   local step = tl.step or 0
   local out = {
-    rank = rank, schedule = M.schedule_name(tl.pp_schedule, tl.vpp_degree),
+    rank = rank, passes = passes or 1, schedule = M.schedule_name(tl.pp_schedule, tl.vpp_degree),
     pp_degree = tl.pp_degree, vpp_degree = tl.vpp_degree, micro_batch_num = tl.micro_batch_num,
     step = step, busy_max = tl.busy_max, bubble = tl.bubble, slowest_rank = tl.slowest_rank,
     bubble_fraction = step > 0 and tl.bubble / step or 0,
@@ -679,6 +682,10 @@ local function timeline_summary(tl)
     "(the idle time of the busiest stage, %d)", tl.schedule, tl.pp_degree,
     tl.vpp_degree > 1 and string.format(" x %d model chunks", tl.vpp_degree) or "", tl.micro_batch_num,
     tl.step, tl.bubble, 100 * tl.bubble_fraction, tl.slowest_rank)
+  if (tl.passes or 1) > 1 then
+    s = s .. string.format("; one of %d pipeline schedules a step runs (training.local_batch_size), each as long",
+      tl.passes)
+  end
   if tl.ops_kept < tl.ops then
     s = s .. string.format("; the chart shows the start of the step (to %.4g s) and its end (from %.4g s), %s of %s ops, " ..
       "the middle left out", tl.windows[1][2], tl.windows[2][1], common.commas(tl.ops_kept), common.commas(tl.ops))
@@ -747,7 +754,11 @@ function M.chart_data(result, opts)
   d.topk = topk
   d.stage_rank = stage_rank or (topk[1] and topk[1].rank)
   local ss = d.stage_rank and result.stage_summary and result.stage_summary[d.stage_rank]
-  d.timeline = ss and ss.timeline and M.timeline_data(ss.timeline, d.stage_rank) or nil
+  local passes
+  for _, t in ipairs(result.top_k_strategies or {}) do
+    if t.rank == d.stage_rank then passes = (t.performance_cost or {}).gradient_accumulation_steps end
+  end
+  d.timeline = ss and ss.timeline and M.timeline_data(ss.timeline, d.stage_rank, passes) or nil
 
   local reasons = util.array()
   for code, e in pairs(result.infeasible_summary or {}) do

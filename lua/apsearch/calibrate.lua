@@ -63,7 +63,7 @@ local function prepare(rows, meas)
     if not p then
       local model, cluster, training, strategy = validate.case_inputs(row)
       local stack = stacks.of_software(row.software, training.framework)
-      stacks.apply(cluster, stack)
+      stacks.apply(cluster, stack, training)
       p = { cluster = cluster, strategy = strategy, stack = stack,
             ctx = core.context(model, cluster, training) }
       prepared_of[row] = p

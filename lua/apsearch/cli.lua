@@ -959,7 +959,8 @@ local function load_policy(path, opts, extra)
         #set > 0 and table.concat(set, ", ") or "no field (each of its fields for the device is kept)")
       -- a kept field holds the profile's value, or the one the policy's
       -- device table (--set cluster.device.<field>) gave over it
-      local profile = require("apsearch.stacks").profile_fields(p.stack, calibration.device_name(p.cluster))
+      local profile = require("apsearch.stacks").profile_fields(p.stack, calibration.device_name(p.cluster),
+        p.training)
       local bench, own = {}, {}
       for _, k in ipairs(kept) do
         local list = p.cluster.device[k] == profile[k] and bench or own
@@ -1861,7 +1862,7 @@ local function cmd_estimate(args)
     out(json.format({ schema_version = require("apsearch.search").schema_version, estimate = est,
       notes = estimate_notes(p, opts, defaulted, also, inherited),
       inputs = { policy = p.from_policy or p.file, model = inputs.model, cluster = inputs.cluster,
-        training = inputs.training, overrides = p.overrides,
+        training = require("apsearch.search").training_out(inputs.training, p.training), overrides = p.overrides,
         stack = p.stack, calibration = p.calibration, from = p.from } }))
   else
     out(require("apsearch.format.breakdown").format(est, inputs, p.stack))

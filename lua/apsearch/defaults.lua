@@ -144,6 +144,27 @@ M.VPP = { 1, 2, 4 }
 -- more tokens a micro-batch.
 M.MICRO_BATCH = { dense = { 1, 2 }, moe = { 1, 2, 4, 8 } }
 
+--- The micro-batch sizes a built space tries: M.MICRO_BATCH's for the
+-- model's class, and the local batch (training.local_batch_size) when it
+-- is not among them -- without pipeline parallelism TorchTitan and
+-- AutoModel run the local batch as one micro-batch, the only size the
+-- check accepts there (src/core/check.c check_local_batch).
+-- @tparam table model
+-- @tparam table training
+-- @treturn table array of sizes, ascending
+function M.micro_batch_sizes(model, training)
+  local list, lbs = M.MICRO_BATCH[M.class(model)], training.local_batch_size or 0
+  if lbs <= 0 then return list end
+  local out = {}
+  for _, b in ipairs(list) do
+    if b == lbs then return list end
+    out[#out + 1] = b
+  end
+  out[#out + 1] = math.tointeger(lbs) or lbs
+  table.sort(out)
+  return out
+end
+
 --- GPUs of one NVL72 rack a job uses when the cluster is a rack-scale
 -- device (apsearch.policy RACK_NVLINK_DOMAIN): 64, as NVIDIA's GB200 /
 -- GB300 recipes place them (megatron_bridge_perf.csv nvlink_domain_size).
@@ -410,7 +431,7 @@ function M.search_space(model, cluster, training)
     -- its launch files target (launch/torchtitan.lua: every block or
     -- none): full recompute there is of every layer
     recompute_num_layers = { (fw == "automodel" or fw == "fsdp2") and -1 or "auto" },
-    micro_batch_size = M.MICRO_BATCH[M.class(model)],
+    micro_batch_size = M.micro_batch_sizes(model, training),
   }
   space.pipeline_split = fill_last_split(fw, model, space.pp_degree)
   if is_moe(model) and not single then space.etp_degree = space.tp_degree end

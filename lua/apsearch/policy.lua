@@ -89,20 +89,22 @@ local TOP = {
 
 local OUTPUT_FORMATS = { "table", "json", "csv" }
 
+-- The section a field table of apsearch.schema is (schema.placement).
+local SECTION_OF = { [schema.training] = "training", [schema.model] = "model", [schema.cluster] = "cluster" }
+
 -- The problem text of an unknown top-level field k (value v): "unknown
 -- field", and where k, or a field of the table v (a framework's own
 -- section, AutoModel's `step_scheduler.local_batch_size`), is a model,
 -- cluster or training field, where it goes (schema.elsewhere).
 local function misplaced_field(k, v)
-  local name, hint = k, schema.elsewhere(k)
+  local hint = schema.placement(k)
   if not hint and type(v) == "table" then
-    for _, leaf in ipairs(suggest.keys(v)) do
-      hint = schema.elsewhere(leaf)
-      if hint then name = leaf break end
+    for _, leaf in ipairs(util.sorted_keys(v)) do
+      hint = schema.placement(leaf)
+      if hint then break end
     end
   end
-  if not hint then return "unknown field" end
-  return "unknown field; " .. hint:gsub("^it", ('"%s"'):format(tostring(name)), 1)
+  return hint and ("unknown field; " .. hint) or "unknown field"
 end
 
 --- Largest number of values one range may expand to.
@@ -639,7 +641,12 @@ function Norm:fields(tbl, fields, path, section, routed, skip)
         self:fail(p, ("unknown field: the Hugging Face key of model.%s (a config.json is read with model = " ..
           "\"path/config.json\")"):format(hf_key), v)
       end
-      if not name then self:fail(p, suggest.unknown("unknown field", k, schema.spellings(fields)), v) end
+      if not name then
+        -- a field of another section, or a strategy dimension: where it goes
+        local hint = schema.placement(k, SECTION_OF[fields])
+        if hint then self:fail(p, "unknown field; " .. hint, v) end
+        self:fail(p, suggest.unknown("unknown field", k, schema.spellings(fields)), v)
+      end
       local kind = fields[name]
       if factor then
         if not util.is_finite(v) then self:fail(p, "expected a number", v) end
@@ -960,8 +967,8 @@ function Norm:training(v, routed)
   for _, name in ipairs({ "global_batch_size", "seq_length" }) do
     if t[name] == nil and not self.partial then self:fail("training." .. name, "required field is missing", nil) end
   end
-  local problem = stacks.check(t)
-  if problem then self:fail("training.stack", problem, t.stack) end
+  local problem, field = stacks.check(t)
+  if problem then self:fail("training." .. (field or "stack"), problem, t[field or "stack"]) end
   return t
 end
 
@@ -1370,7 +1377,9 @@ function M.from_table(raw, file, opts)
 
   local n = setmetatable({ file = file, base_dir = base_dir, overrides = overrides,
                            aliases = {}, hf_imports = opts.hf_imports or {}, partial = opts.partial }, Norm)
-  for k, v in pairs(raw) do
+  -- (in key order: the first of several unknown fields is the same every run)
+  for _, k in ipairs(util.sorted_keys(raw)) do
+    local v = raw[k]
     if not TOP[k] then n:fail(tostring(k), suggest.unknown(misplaced_field(k, v), k, suggest.keys(TOP)), v) end
   end
   for _, k in ipairs({ "name", "description" }) do
@@ -1428,9 +1437,6 @@ function M.from_table(raw, file, opts)
   -- training.software, else the framework's newest) on the device; a
   -- calibration file applies over it
   p.stack = stacks.resolve(p.training)
-  -- a probe (opts.partial) keeps the device as given: its training, hence
-  -- its stack, is not the run's (a built policy copies that device)
-  if not opts.partial then stacks.apply(p.cluster, p.stack) end
   -- a Hugging Face config trains with the dropout it states (apsearch.hf,
   -- DROPOUT_KEYS; 0.0 included) or, stating none, its class's default,
   -- each probability (attention, hidden) unless the policy sets it or
@@ -1469,6 +1475,11 @@ function M.from_table(raw, file, opts)
       require("apsearch.launch.automodel").transformers_built(p.model, model_info and model_info.architecture) then
     p.training.transformers_model = true
   end
+  -- the stack's profile, once the training table says which kernels run
+  -- (AutoModel's attention follows transformers_model); a probe
+  -- (opts.partial) keeps the device as given: its training, hence its
+  -- stack, is not the run's (a built policy copies that device)
+  if not opts.partial then stacks.apply(p.cluster, p.stack, p.training) end
   -- a setting that acts only with another is refused, not ignored (the
   -- core refuses its own: src/core/training.c aps_training_dependencies)
   if p.training.cuda_graph_scope ~= nil and p.training.cuda_graphs ~= true then

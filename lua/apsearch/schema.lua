@@ -239,6 +239,9 @@ M.training = {
   -- the software release the run uses ("Megatron-Bridge 25.09", "torchtitan
   -- (2025-03)"): its release line's settings (apsearch.stacks); not a core field
   software = "string",
+  -- NeMo AutoModel's attention kernel (model.backend.attn): its rate is the
+  -- stack's (apsearch.stacks attention_backend); not a core field
+  attn_backend = enum("te", "sdpa", "flex"),
 }
 
 --- Constraint fields of a policy.
@@ -602,6 +605,47 @@ function M.check_value(kind, v, fail)
     error("schema: unknown kind " .. tostring(kind))
   end
   return v
+end
+
+--- Parallel degrees as the frameworks name them, and the strategy
+-- dimension each is: TorchTitan's `parallelism` section (config/
+-- job_config.py Parallelism @ b5bcd76c), Megatron-LM's arguments
+-- (--tensor-model-parallel-size ...), NeMo AutoModel's `distributed`
+-- section (tp_size, pp_size, cp_size, ep_size).
+M.FRAMEWORK_DIMENSIONS = {
+  tensor_parallel_degree = "tp_degree", pipeline_parallel_degree = "pp_degree",
+  context_parallel_degree = "cp_degree", expert_parallel_degree = "ep_degree",
+  expert_tensor_parallel_degree = "etp_degree", data_parallel_shard_degree = "fsdp_degree",
+  data_parallel_replicate_degree = "dp_degree",
+  tensor_model_parallel_size = "tp_degree", pipeline_model_parallel_size = "pp_degree",
+  context_parallel_size = "cp_degree", expert_model_parallel_size = "ep_degree",
+  expert_tensor_parallel_size = "etp_degree",
+  tp_size = "tp_degree", pp_size = "pp_degree", cp_size = "cp_degree", ep_size = "ep_degree",
+}
+
+--- Where an unknown field of a policy table (or a top-level key) belongs,
+-- for the message that refuses it: a strategy dimension, under its own or
+-- a framework's name (M.FRAMEWORK_DIMENSIONS), is searched or fixed, not
+-- set; a field of another section is set there.
+-- @tparam string key the name as given
+-- @tparam[opt] string section the section it was given in ("training",
+--   "model", "cluster"; nil at the top level)
+-- @treturn string|nil e.g. `"pipeline_parallel_degree" is the strategy
+--   dimension pp_degree: --fix pp_degree=VALUE (search_space.pp_degree in a
+--   policy file)`; nil when it is none of these
+function M.placement(key, section)
+  if type(key) ~= "string" then return nil end
+  local dim = M.strategy[key] ~= nil and key or M.FRAMEWORK_DIMENSIONS[key]
+  if dim then
+    local what = dim == key and "a strategy dimension" or ("the strategy dimension " .. dim)
+    return ("%q is %s: --fix %s=VALUE (search_space.%s in a policy file)"):format(key, what, dim, dim)
+  end
+  for _, part in ipairs({ "training", "model", "cluster" }) do
+    if part ~= section and M[part][key] ~= nil then
+      return ("%q is a %s field: --set %s.%s=VALUE"):format(key, part, part, key)
+    end
+  end
+  return nil
 end
 
 --- Where a name that is no strategy field belongs, for the message that

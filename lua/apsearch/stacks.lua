@@ -448,6 +448,16 @@ end
 M.H100_CUDNN_ATTENTION = M.attention_efficiency(529, 518, 989)
 M.H100_FA2_ATTENTION = M.attention_efficiency(333, 318, 989)
 
+--- PyTorch's FlexAttention on H100, as a multiple of FlashAttention-2's
+-- rate: its forward "~25% faster than FlashAttention2", its backward
+-- "~3% faster" (averages over the FlexAttention benchmark's variants;
+-- Guessous, "FlexAttention: The Flexibility of PyTorch With the
+-- Performance of FlashAttention", GTC 2025, as pytorch/pytorch.github.io
+-- "PyTorch at GTC 2025" quotes it; Dong et al. 2024, arXiv:2412.05496).
+M.FLEX_OVER_FA2_FWD_H100 = 1.25
+M.FLEX_OVER_FA2_BWD_H100 = 1.03
+M.H100_FLEX_ATTENTION = M.attention_efficiency(333 * M.FLEX_OVER_FA2_FWD_H100, 318 * M.FLEX_OVER_FA2_BWD_H100, 989)
+
 --- The Hopper parts' entry of a stack profile: the attention kernel's
 -- efficiency on the GH100 die (the H100 SXM5 the benchmark ran, the H200
 -- and the H800, all 989 TFLOP/s dense bf16; the 500 W variant, whose preset peak
@@ -504,6 +514,19 @@ M.STACKS = {
   { id = "torchtitan-2024", framework = "fsdp2",
     name = "TorchTitan before 2025-04", software = "torchtitan (2025-03)",
     patterns = { "^torchtitan" }, before = "2025-04", devices = {} },
+  -- NeMo AutoModel: its own models run model.backend.attn, "te" by default
+  -- (TransformerEngine's DotProductAttention, cuDNN fused attention on
+  -- Hopper, as Megatron-Bridge's: BackendConfig.attn,
+  -- components/models/common/utils.py:328 @ 36044ad3); a model it builds
+  -- through transformers runs FlashAttention-2 (attn_implementation
+  -- flash_attention_2 where flash-attn is installed, else SDPA's flash
+  -- kernel: _transformers/kernel_patches.py:71); "flex" is PyTorch's
+  -- FlexAttention (M.attention_backend picks the entry)
+  { id = "automodel", framework = "automodel", newest = true,
+    name = "NeMo AutoModel", software = "NeMo AutoModel",
+    patterns = { "^NeMo AutoModel" }, devices = h100_attention(M.H100_CUDNN_ATTENTION),
+    attention = { te = h100_attention(M.H100_CUDNN_ATTENTION), sdpa = h100_attention(M.H100_FA2_ATTENTION),
+                  flex = h100_attention(M.H100_FLEX_ATTENTION) } },
   { id = "llm-foundry", framework = "fsdp", newest = true,
     name = "MosaicML llm-foundry (PyTorch FSDP)", software = "llm-foundry",
     patterns = { "^llm%-foundry" }, devices = {} },
@@ -545,9 +568,24 @@ function M.resolve(training)
   return (M.of_software(training.software, training.framework or "megatron"))
 end
 
+--- NeMo AutoModel's attention kernel for a training table:
+-- `training.attn_backend`, else FlashAttention-2's "sdpa" for a model it
+-- builds through transformers (training.transformers_model), else its
+-- BackendConfig default "te".
+-- @tparam table|nil training
+-- @treturn string "te", "sdpa" or "flex"
+function M.attention_backend(training)
+  training = training or {}
+  return training.attn_backend or (training.transformers_model and "sdpa") or "te"
+end
+
 --- Checks `training.stack` against the framework; nil when it is fine,
--- else the problem as text.
+-- else the problem as text (and the field it is about, when not stack).
 function M.check(training)
+  if training and training.attn_backend ~= nil and training.framework ~= "automodel" then
+    return ("NeMo AutoModel's model.backend.attn: set training.framework = automodel, or leave it out (framework " ..
+      "%s)"):format(tostring(training.framework or "megatron")), "attn_backend"
+  end
   local id = training and training.stack
   if id == nil then return nil end
   local st = by_id[id]
@@ -588,11 +626,13 @@ end
 -- the fields a device table sets itself.
 -- @tparam table cluster normalized or policy cluster table
 -- @tparam string id stack identifier (nil: nothing to apply)
+-- @tparam[opt] table training the run's training table (the attention
+--   kernel of a stack with several, M.profile_fields)
 -- @treturn table cluster
-function M.apply(cluster, id)
+function M.apply(cluster, id, training)
   local dev = cluster.device
   local name = type(dev) == "string" and dev or (type(dev) == "table" and (dev.base or dev.name))
-  local fields = M.profile_fields(id, name)
+  local fields = M.profile_fields(id, name, training)
   if not fields then return cluster end
   if type(dev) == "string" then dev = { base = dev } end
   for k, v in pairs(fields) do
@@ -602,13 +642,18 @@ function M.apply(cluster, id)
   return cluster
 end
 
---- The fields a stack's profile sets for a device preset, or nil.
+--- The fields a stack's profile sets for a device preset, or nil: of a
+-- stack whose attention kernel the run chooses (`attention`), the entry
+-- of the training table's kernel (M.attention_backend).
 -- @tparam string|nil id stack identifier
 -- @tparam string|nil device preset name (any case)
+-- @tparam[opt] table training the run's training table (nil: the
+--   stack's default kernel)
 -- @treturn table|nil field -> value (not to be modified)
-function M.profile_fields(id, device)
+function M.profile_fields(id, device, training)
   local st = id and by_id[id]
-  local fields = st and device and st.devices[device:lower()]
+  local devices = st and (st.attention and st.attention[M.attention_backend(training)] or st.devices)
+  local fields = devices and device and devices[device:lower()]
   if not fields or next(fields) == nil then return nil end
   return fields
 end

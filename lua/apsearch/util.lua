@@ -235,7 +235,8 @@ function M.deepcopy(v)
   return setmetatable(r, debug.getmetatable(v))
 end
 
---- Sorted array of the keys of a table (strings before numbers, each sorted).
+--- Sorted array of the keys of a table (strings before numbers, each sorted;
+-- keys of other types, which a policy file may write, by type name and text).
 -- @tparam table t
 -- @treturn table array of keys
 function M.sorted_keys(t)
@@ -244,7 +245,8 @@ function M.sorted_keys(t)
   table.sort(keys, function(a, b)
     local ta, tb = type(a), type(b)
     if ta ~= tb then return ta > tb end -- "string" > "number"
-    return a < b
+    if ta == "string" or ta == "number" then return a < b end
+    return tostring(a) < tostring(b)
   end)
   return keys
 end

@@ -536,6 +536,13 @@ function M.case_inputs(row)
   if given(row, "rms_norm_backend") then
     training.rms_norm_backend = need_enum(row, "rms_norm_backend", { "torch_fp32", "te" })
   end
+  -- NeMo AutoModel's model.backend.attn (its rate: apsearch.stacks
+  -- attention_backend); refused on another framework as a policy's is
+  if given(row, "attn_backend") then
+    training.attn_backend = need_enum(row, "attn_backend", require("apsearch.schema").training.attn_backend.enum)
+    local problem = require("apsearch.stacks").check(training)
+    if problem then error(fmtq("attn_backend = %q: %s", row.attn_backend, problem), 0) end
+  end
   if given(row, "moe_flex_dispatcher_backend") then
     training.moe_flex_dispatcher_backend = need_enum(row, "moe_flex_dispatcher_backend", { "deepep", "hybridep" })
   end
@@ -1083,7 +1090,7 @@ function M.run_case(row, calib)
     -- efficiency profile, then the calibration (a grouped one: that stack's)
     local stack = stacks.of_software(row.software, training.framework)
     case.stack = stack
-    stacks.apply(cluster, stack)
+    stacks.apply(cluster, stack, training)
     calibration.apply(cluster, calib, stack)
     local cok, ctx = pcall(core.context, model, cluster, training)
     if not cok then error(M.column_error(row, ctx), 0) end
@@ -1355,7 +1362,7 @@ M.OPTIONAL = {
   "recompute_method", "recompute_modules", "recompute_num_layers", "activation_offload_layers",
   "offload_modules", "activation_offload_fraction",
   "cuda_graph_scope", "fsdp_impl", "overlap_grad_reduce", "loss_chunks", "local_batch_size", "microbatch_group_size",
-  "rms_norm_backend",
+  "rms_norm_backend", "attn_backend",
   -- Megatron's first and last layers in bf16 (M.bf16_layers_columns)
   "first_last_layers_bf16", "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16",
 }

@@ -523,6 +523,9 @@ static const apsl_field training_fields[] = {
     /* the software release (training.software): its release line's settings
      * are written into the training table in Lua (apsearch.stacks) */
     {"software", 8, FT_SKIP, -1, 1, 0, NULL},
+    /* NeMo AutoModel's attention kernel (training.attn_backend): its
+     * efficiency is the stack's, applied to the device in Lua */
+    {"attn_backend", 12, FT_SKIP, -1, 1, 0, NULL},
 };
 
 /* Strategy fields, in this index order (used for aliases and arrays). */

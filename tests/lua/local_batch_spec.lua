@@ -167,6 +167,20 @@ describe("training.local_batch_size", function()
       "step in one schedule; got 4)", 1, true), tostring(err))
   end)
 
+  it("is a micro-batch size the built space tries, for the strategies without pipeline parallelism", function()
+    local defaults = require "apsearch.defaults"
+    local dense = { num_layers = 32, hidden_size = 4096 }
+    assert.are.same({ 1, 2 }, defaults.micro_batch_sizes(dense, {}))
+    assert.are.same({ 1, 2 }, defaults.micro_batch_sizes(dense, { local_batch_size = 2 }))
+    assert.are.same({ 1, 2, 4 }, defaults.micro_batch_sizes(dense, { local_batch_size = 4 }))
+    -- Llama 3.1 8B on 8 H100 under TorchTitan, local batch 4, no PP: micro-batch 4 ranks (it was never tried)
+    local code, out = H.apsearch("run", "-q", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1", "--set",
+      "training.framework=fsdp2", "--set", "training.local_batch_size=4", "--fix", "pp=1", "--top-k", "1",
+      "--format", "json")
+    assert.are.equal(0, code, out)
+    assert.are.equal(4, require("cjson").decode(out).top_k_strategies[1].micro_batch_size)
+  end)
+
   it("is the micro-batch estimate --strategy takes without pipeline parallelism", function()
     -- no pp: the local batch is the one micro-batch of a pass, the only size the check accepts
     local code, out = H.apsearch("estimate", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--set",
@@ -207,7 +221,7 @@ describe("training.local_batch_size", function()
       assert.truthy(text:find((" %dx8 "):format(g), 1, true), text)
       local cells = {}
       for c in (lines[r.rank + 1] .. ","):gmatch("([^,]*),") do cells[#cells + 1] = c end
-      assert.are.equal(("%d"):format(g), cells[at.gradient_accumulation_steps])
+      assert.are.equal(("%d"):format(g), cells[at.pipeline_schedules])
       assert.are.equal(("%d"):format(256 // dp), cells[at.micro_batch_num])
     end
     assert.truthy(text:find("mbn GxM: G pipeline schedules a step (training.local_batch_size), M micro-batches " ..
@@ -234,5 +248,10 @@ describe("training.local_batch_size", function()
     -- the header's mbn is the step's; the passes are named beside it
     assert.truthy(head:find(" mbn=16 recompute=none (4 pipeline schedules of 4 micro-batches: " ..
       "training.local_batch_size)\n", 1, true), head)
+    -- Megatron-LM runs the step as one schedule: the file says it builds another job
+    local _, notes = require("apsearch.launch.megatron").render(launch.context(result, rec))
+    assert.are.equal("NOT EXPRESSIBLE in Megatron-LM: the estimate's 4 pipeline schedules a step of 4 micro-batches " ..
+      "each (training.local_batch_size, TorchTitan's and NeMo AutoModel's passes): Megatron-LM runs the step's 16 " ..
+      "micro-batches as one schedule, one bubble and one gradient reduction", launch.differences(notes)[1])
   end)
 end)

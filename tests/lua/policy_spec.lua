@@ -161,6 +161,27 @@ describe("policy validation", function()
     raw = base()
     raw.parallelism = { num_pp_microbatches = 4 }
     assert.truthy(err_of(norm, raw):find("^policy%.lua: parallelism: unknown field %(known: "), err_of(norm, raw))
+    -- a framework's name of a degree (TorchTitan's parallelism section, AutoModel's distributed one)
+    raw = base()
+    raw.parallelism = { pipeline_parallel_degree = 4 }
+    assert.truthy(err_of(norm, raw):find('^policy%.lua: parallelism: unknown field; "pipeline_parallel_degree" is ' ..
+      'the strategy dimension pp_degree: %-%-fix pp_degree=VALUE %(search_space%.pp_degree in a policy file%)'),
+      err_of(norm, raw))
+    -- inside a section: a strategy dimension, another section's field
+    raw = base()
+    raw.training.micro_batch_size = 2
+    assert.truthy(err_of(norm, raw):find('^policy%.lua: training%.micro_batch_size: unknown field; ' ..
+      '"micro_batch_size" is a strategy dimension: %-%-fix micro_batch_size=VALUE'), err_of(norm, raw))
+    raw = base()
+    raw.training.num_layers = 3
+    assert.truthy(err_of(norm, raw):find('^policy%.lua: training%.num_layers: unknown field; "num_layers" is a ' ..
+      'model field: %-%-set model%.num_layers=VALUE %(got 3%)'), err_of(norm, raw))
+    -- several unknown fields: the first in key order, every time
+    raw = base()
+    raw.zzz, raw.aaa, raw[true], raw.mmm = 1, 2, 3, 4
+    for _ = 1, 5 do
+      assert.truthy(err_of(norm, raw):find("^policy%.lua: aaa: unknown field"), err_of(norm, raw))
+    end
   end)
 
   it("rejects a name with control characters or bytes that are not UTF-8", function()

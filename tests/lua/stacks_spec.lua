@@ -348,6 +348,45 @@ describe("software stacks", function()
     end)
   end)
 
+  it("price NeMo AutoModel's attention at the kernel its run names (training.attn_backend)", function()
+    -- BackendConfig.attn "te" for its own models; FlashAttention-2 for a model built through transformers
+    assert.are.equal("te", stacks.attention_backend({ framework = "automodel" }))
+    assert.are.equal("sdpa", stacks.attention_backend({ framework = "automodel", transformers_model = true }))
+    assert.are.equal("flex", stacks.attention_backend({ framework = "automodel", attn_backend = "flex" }))
+    assert.are.equal("automodel", stacks.default("automodel"))
+    assert.are.same({ attention_efficiency = stacks.H100_FA2_ATTENTION },
+      stacks.profile_fields("automodel", "H100-SXM-80GB", { framework = "automodel", attn_backend = "sdpa" }))
+    assert.are.same({ attention_efficiency = stacks.H100_CUDNN_ATTENTION },
+      stacks.profile_fields("automodel", "h100-sxm-80gb"))
+    -- a stack of one kernel ignores it
+    assert.are.same({ attention_efficiency = stacks.H100_FA2_ATTENTION },
+      stacks.profile_fields("torchtitan-2025", "h100-sxm-80gb", { attn_backend = "te" }))
+    local cl = stacks.apply({ device = "h100-sxm-80gb" }, "automodel", { framework = "automodel",
+      attn_backend = "flex" })
+    assert.are.equal(stacks.H100_FLEX_ATTENTION, cl.device.attention_efficiency)
+    -- another framework: refused, naming the field
+    local problem, field = stacks.check({ framework = "fsdp2", attn_backend = "te" })
+    assert.are.equal("attn_backend", field)
+    assert.are.equal("NeMo AutoModel's model.backend.attn: set training.framework = automodel, or leave it out " ..
+      "(framework fsdp2)", problem)
+    local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--set",
+      "training.attn_backend=te")
+    assert.are.equal(2, code)
+    assert.truthy(err:find("--set: training.attn_backend: NeMo AutoModel's model.backend.attn: set " ..
+      "training.framework = automodel, or leave it out (framework megatron) (got \"te\")", 1, true), err)
+    -- the estimate and the YAML run the same kernel: FlexAttention's rate and backend.attn flex
+    local dir = H.tmpdir()
+    local code2, out = H.apsearch("run", "-q", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:1", "--set",
+      "training.framework=automodel", "--set", "training.attn_backend=flex", "--top-k", "1", "--out", dir,
+      "--format", "json")
+    assert.are.equal(0, code2, out)
+    local r = require("cjson").decode(out)
+    assert.are.equal("flex", r.inputs.training.attn_backend)
+    assert.near(stacks.H100_FLEX_ATTENTION, r.inputs.cluster.device.attention_efficiency, 1e-12)
+    local yaml = assert(io.open(dir .. "/launch/rank1_automodel.yaml")):read("a")
+    assert.truthy(yaml:find("\n    attn: flex\n", 1, true), yaml)
+  end)
+
   it("ship only the attention kernel's benchmarked efficiency, on the Hopper parts", function()
     -- Shah et al. 2024 (arXiv:2407.08608) Figures 5 and 6, head dim 128 at
     -- 8K on H100 SXM5 (989 TFLOP/s): one time for the forward and 2.5x its
@@ -358,8 +397,13 @@ describe("software stacks", function()
     assert.near(0.32573, fa2, 1e-5)
     assert.near(cudnn, stacks.H100_CUDNN_ATTENTION, 1e-12)
     assert.near(fa2, stacks.H100_FA2_ATTENTION, 1e-12)
+    -- FlexAttention on H100: forward 1.25x, backward 1.03x FlashAttention-2's (Guessous, GTC 2025)
+    local flex = 3.5 / (1 / (333 * 1.25) + 2.5 / (318 * 1.03)) / 989
+    assert.near(0.35266, flex, 1e-5)
+    assert.near(flex, stacks.H100_FLEX_ATTENTION, 1e-12)
+    -- NeMo AutoModel: its own models' default, TransformerEngine's (cuDNN)
     local want = { ["megatron-bridge-25"] = cudnn, ["nemo-2"] = cudnn, ["megatron-lm"] = cudnn,
-      ["nemo-1"] = fa2, ["torchtitan-2025"] = fa2 }
+      ["nemo-1"] = fa2, ["torchtitan-2025"] = fa2, automodel = cudnn }
     for _, st in ipairs(stacks.STACKS) do
       if want[st.id] then
         -- the GH100 parts: the H800 is the H100 SXM5's die (presets.c)
@@ -370,6 +414,12 @@ describe("software stacks", function()
         local n = 0
         for _ in pairs(st.devices) do n = n + 1 end
         assert.are.equal(#gh100, n, st.id)
+        -- a stack whose runs choose the kernel: one entry each
+        for kernel, eff in pairs(st.attention and { te = cudnn, sdpa = fa2, flex = flex } or {}) do
+          for _, dev in ipairs(gh100) do
+            assert.are.same({ attention_efficiency = eff }, st.attention[kernel][dev], st.id .. " " .. kernel)
+          end
+        end
       else
         -- llm-foundry's Triton kernels with ALiBi, DeepSpeed: no benchmark;
         -- TorchTitan before 2025-04: PyTorch's SDPA backend changed then

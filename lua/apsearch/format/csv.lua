@@ -49,7 +49,7 @@ local strategy_cell = M.strategy_cell
 function M.columns()
   local cols = { "rank" }
   for _, f in ipairs(STRATEGY) do cols[#cols + 1] = f end
-  for _, c in ipairs({ "gradient_accumulation_steps", "objective_value", "step_time_s", "step_time_lo_s", "step_time_hi_s", "tokens_per_s",
+  for _, c in ipairs({ "pipeline_schedules", "objective_value", "step_time_s", "step_time_lo_s", "step_time_hi_s", "tokens_per_s",
     "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "hfu", "mem_peak_bytes",
     "mem_peak_gib", "mem_peak_lo_gib", "mem_peak_hi_gib", "mem_limit_bytes" }) do
     cols[#cols + 1] = c
@@ -77,7 +77,8 @@ function M.format(result)
     local row = { cell(r.rank) }
     local lay = common.resolved_layout(r)
     for _, f in ipairs(STRATEGY) do row[#row + 1] = cell(common.output_value(r, f, gbs, lay)) end
-    -- the pipeline schedules of a step (training.local_batch_size), 1 without passes
+    -- the pipeline schedules of a step (training.local_batch_size), 1 without passes: not
+    -- named gradient_accumulation_steps, which TorchTitan and AutoModel also count without PP
     row[#row + 1] = cell(pc.gradient_accumulation_steps or 1)
     row[#row + 1] = cell(r.objective_value)
     local si, mi = pc.step_time_interval or {}, mc.total_interval or {}

@@ -441,7 +441,8 @@ end
 local function backend_keys(w, g)
   local K, N, m, r, tr = w.K, w.N, g.m, g.r, g.tr
   K("model.backend._target_", "nemo_automodel.components.models.common.BackendConfig")
-  K("model.backend.attn", tr.flash_attention == false and "sdpa" or "te")
+  -- the kernel the estimate priced (apsearch.stacks attention_backend)
+  K("model.backend.attn", tr.flash_attention == false and "sdpa" or require("apsearch.stacks").attention_backend(tr))
   if tr.flash_attention == false then
     N(NE, "attention without a fused kernel (flash_attention = false): AutoModel's attention backends " ..
       "are all fused; written as sdpa")
@@ -547,6 +548,10 @@ end
 -- and the attention named as estimated (from_config's attn_implementation;
 -- DEFAULT_ATTN_IMPLEMENTATION is FlashAttention-2 when flash-attn is
 -- installed, kernel_patches.py l.71).
+-- training.attn_backend (apsearch.stacks attention_backend) as
+-- transformers' attn_implementation names the kernel
+local HF_ATTENTION = { te = "te", sdpa = "flash_attention_2", flex = "flex_attention" }
+
 local function hf_model_keys(w, g, class)
   local K, N, m, tr = w.K, w.N, g.m, g.tr
   -- no class named: LFM2's (M.transformers_built), else the one the
@@ -565,10 +570,14 @@ local function hf_model_keys(w, g, class)
     class = want
   end
   class = class or want or "the config's transformers class"
+  local kernel = require("apsearch.stacks").attention_backend(tr)
   if tr.flash_attention == false then
     K("model.attn_implementation", "eager", "transformers' unfused attention, as estimated")
   else
-    K("model.attn_implementation", "flash_attention_2", "as estimated; transformers builds " .. class ..
+    -- training.attn_backend as transformers names it; "te" is AutoModel's
+    -- own (TransformerEngine injected after init: _transformers/
+    -- auto_model.py l.456-461 @ 36044ad3)
+    K("model.attn_implementation", HF_ATTENTION[kernel], "as estimated; transformers builds " .. class ..
       " (no model.backend, which AutoModel's own models read)")
   end
   if g.ep > 1 then

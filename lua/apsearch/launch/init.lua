@@ -42,6 +42,23 @@ M.engines = {
 -- launch file runs (MindFormers has none of apsearch's frameworks).
 M.ENGINE_FRAMEWORK = { megatron = "megatron", torchtitan = "fsdp2", automodel = "automodel" }
 
+--- What a file that runs a step's micro-batches as one pipeline schedule
+-- (Megatron-LM's, MindFormers') says of an estimate of several (the
+-- passes of training.local_batch_size: performance_cost.
+-- gradient_accumulation_steps > 1, each pass a schedule paying its own
+-- bubble and gradient reduction), or nil.
+-- @tparam table rec the top-k record
+-- @tparam string engine the engine's name as the note says it
+-- @treturn string|nil
+function M.passes_lacks(rec, engine)
+  local g = (rec.performance_cost or {}).gradient_accumulation_steps or 1
+  local m = rec.micro_batch_num
+  if g <= 1 or type(m) ~= "number" then return nil end
+  return ("the estimate's %d pipeline schedules a step of %d micro-batches each (training.local_batch_size, " ..
+    "TorchTitan's and NeMo AutoModel's passes): %s runs the step's %d micro-batches as one schedule, one bubble " ..
+    "and one gradient reduction"):format(g, m // g, engine, math.tointeger(m) or m)
+end
+
 --- The engines' names as their files' notes say them.
 M.ENGINE_TITLES = { megatron = "Megatron-LM", torchtitan = "TorchTitan", automodel = "AutoModel" }
 
@@ -55,8 +72,8 @@ M.ENGINE_TITLES = { megatron = "Megatron-LM", torchtitan = "TorchTitan", automod
 function M.framework_note(engine, tr)
   local own, fw = M.ENGINE_FRAMEWORK[engine], tr.framework or "megatron"
   if not own or fw == own then return nil end
-  return ("the estimate is of framework = %s (its overheads); for %s's own, --set training.framework=%s")
-    :format(tostring(fw), M.ENGINE_TITLES[engine], own)
+  return ("the estimate is of framework = %s (its overheads); for %s's own, --set training.framework=%s, " ..
+    "leaving out settings only %s takes"):format(tostring(fw), M.ENGINE_TITLES[engine], own, tostring(fw))
 end
 
 --- Frameworks built on an engine's code, by the name a user may give
@@ -346,7 +363,8 @@ end
 --   default "head")
 -- @treturn table the differing notes
 function M.estimate_differences(e, inputs, est, version)
-  local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {}, performance_cost = {} }
+  local rec = { rank = 1, devices_used = est.devices_used, memory_cost = {},
+    performance_cost = { gradient_accumulation_steps = est.gradient_accumulation_steps } }
   for k, v in pairs(est.strategy) do rec[k] = v end
   local stages = {}
   for i, st in ipairs(est.stages or {}) do

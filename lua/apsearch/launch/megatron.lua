@@ -458,6 +458,8 @@ function M.render(c)
   local function N(kind, text) notes[#notes + 1] = kind .. ": " .. text end
   local other = require("apsearch.launch").framework_note("megatron", tr)
   if other then N("NOTE", other) end
+  local passes = require("apsearch.launch").passes_lacks(r, "Megatron-LM")
+  if passes then N("NOT EXPRESSIBLE in Megatron-LM", passes) end
 
   local tp, pp, cp, vpp = r.tp_degree or 1, r.pp_degree or 1, r.cp_degree or 1, r.vpp_degree or 1
   local R, S, z = r.dp_degree or 1, r.fsdp_degree or 1, r.zero_stage or 0

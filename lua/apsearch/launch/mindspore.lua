@@ -862,6 +862,8 @@ function M.render(c)
       "layers apply none")
     if drop then N("NOT EXPRESSIBLE in MindFormers", drop) end
   end
+  local passes = launch_util.passes_lacks(r, "this file")
+  if passes then N("NOT WRITTEN", passes) end
   if (tr.mtp_num_layers or 0) > 0 and fam ~= "deepseek_v3" then
     N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: the config trains without multi-token " ..
       "prediction (less time and memory than estimated)", tr.mtp_num_layers))

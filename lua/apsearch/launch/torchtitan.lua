@@ -912,8 +912,8 @@ function M.dsv3_layers(m, fam, flavor, ctx, dense, W, A, R, N)
   M.mla_moe_lacks(m, "HEAD b5bcd76c6's build_mla_moe_layers (torchtitan/models/deepseek_v3)",
     function(t) N("NOT EXPRESSIBLE in TorchTitan", t) end)
   if (m.mtp_layers or 0) > 0 then
-    N("NOTE", string.format("the model's %d multi-token-prediction module(s) are not trained in the " ..
-      "estimate: model_registry's num_mtp_layers stays 0", m.mtp_layers))
+    N("NOTE", string.format("the model's %d multi-token-prediction module(s): model_registry's num_mtp_layers " ..
+      "stays 0 in this file", m.mtp_layers))
   end
   if m.qk_norm == false and (m.norm_eps or 0) > 0 then
     N("NOTE", "the MLA latents' q_norm / kv_norm keep RMSNorm.Config's default eps")
@@ -1266,8 +1266,12 @@ function M.render(c)
   local drop = require("apsearch.launch").dropout_lacks(tr, M.NO_DROPOUT)
   if drop then N("NOT EXPRESSIBLE in TorchTitan", drop) end
   if (tr.mtp_num_layers or 0) > 0 then
-    N("NOT EXPRESSIBLE in TorchTitan", string.format("training.mtp_num_layers = %d: no multi-token " ..
-      "prediction in HEAD's models; the config trains without it (less time and memory than estimated)",
+    -- HEAD's DeepSeek-V3 has it (model_registry(num_mtp_layers = N) with
+    -- MTPLoss: torchtitan/models/deepseek_v3/MTP.md, __init__.py:323 @
+    -- b5bcd76c6); this file does not build it
+    N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: this file keeps model_registry's " ..
+      "num_mtp_layers 0 (HEAD's DeepSeek-V3 trains multi-token prediction with num_mtp_layers and MTPLoss, " ..
+      "torchtitan/models/deepseek_v3/MTP.md), so the job trains without it: less time and memory than estimated",
       tr.mtp_num_layers))
   end
   local function import(mod, name)

@@ -687,8 +687,9 @@ local function timeline_summary(tl)
       tl.passes)
   end
   if tl.ops_kept < tl.ops then
-    s = s .. string.format("; the chart shows the start of the step (to %.4g s) and its end (from %.4g s), %s of %s ops, " ..
-      "the middle left out", tl.windows[1][2], tl.windows[2][1], common.commas(tl.ops_kept), common.commas(tl.ops))
+    s = s .. string.format("; the chart shows the start of the %s (to %.4g s) and its end (from %.4g s), %s of %s ops, " ..
+      "the middle left out", (tl.passes or 1) > 1 and "schedule" or "step", tl.windows[1][2], tl.windows[2][1],
+      common.commas(tl.ops_kept), common.commas(tl.ops))
   end
   return s .. "."
 end

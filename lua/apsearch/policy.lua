@@ -785,6 +785,8 @@ end
 -- the run's notes say which preset a short name was read as.
 M.DEVICE_ALIASES = {
   h100 = "h100-sxm-80gb", h200 = "h200-sxm-141gb", h800 = "h800-sxm-80gb",
+  -- the board named without its memory (one preset each)
+  ["h100-sxm"] = "h100-sxm-80gb", ["h200-sxm"] = "h200-sxm-141gb", ["h800-sxm"] = "h800-sxm-80gb",
   a800 = "a800-sxm4-80gb", h20 = "h20-96gb", mi300x = "mi300x-192gb",
   mi325x = "mi325x-256gb", mi355x = "mi355x-288gb",
 }

@@ -608,14 +608,15 @@ function M.check_value(kind, v, fail)
 end
 
 --- Parallel degrees as the frameworks name them, and the strategy
--- dimension each is: TorchTitan's `parallelism` section (config/
--- job_config.py Parallelism @ b5bcd76c), Megatron-LM's arguments
+-- dimension each is: TorchTitan's `parallelism` section (torchtitan/
+-- config/configs.py @ b5bcd76c), Megatron-LM's arguments
 -- (--tensor-model-parallel-size ...), NeMo AutoModel's `distributed`
--- section (tp_size, pp_size, cp_size, ep_size).
+-- section (tp_size, pp_size, cp_size, ep_size: components/distributed/
+-- config.py @ 36044ad3).
 M.FRAMEWORK_DIMENSIONS = {
   tensor_parallel_degree = "tp_degree", pipeline_parallel_degree = "pp_degree",
   context_parallel_degree = "cp_degree", expert_parallel_degree = "ep_degree",
-  expert_tensor_parallel_degree = "etp_degree", data_parallel_shard_degree = "fsdp_degree",
+  data_parallel_shard_degree = "fsdp_degree",
   data_parallel_replicate_degree = "dp_degree",
   tensor_model_parallel_size = "tp_degree", pipeline_model_parallel_size = "pp_degree",
   context_parallel_size = "cp_degree", expert_model_parallel_size = "ep_degree",

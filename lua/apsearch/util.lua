@@ -115,7 +115,9 @@ function M.describe(v, depth)
     for i = #keys, DESCRIBE_ITEMS + 1, -1 do keys[i] = nil end
     local parts = {}
     for i, k in ipairs(keys) do
-      local name = type(k) == "string" and k:match("^[%a_][%w_]*$") and k or "[" .. M.describe(k, depth + 1) .. "]"
+      -- (a name as long as a string value is cut as one: a script's key of 100 KB)
+      local name = type(k) == "string" and k:match("^[%a_][%w_]*$") and cut_text(k, 60)
+        or "[" .. M.describe(k, depth + 1) .. "]"
       parts[i] = name .. " = " .. M.describe(rawget(v, k), depth + 1)
     end
     if more then parts[#parts + 1] = "..." end

@@ -394,7 +394,7 @@ describe("apsearch command line habits", function()
       :find('unknown model preset; did you mean "llama-3.1-8b"?', 1, true))
     assert.truthy(err_line(apsearch("inspect", "llama-3.1-450b"))
       :find('or a model preset; did you mean "llama-3.1-405b"?', 1, true))
-    assert.truthy(err_line(apsearch("run", "--cluster", "h100-sxm:2"))
+    assert.truthy(err_line(apsearch("run", "--cluster", "h100-sxm-8gb:2"))
       :find('unknown device preset; did you mean "h100-sxm-80gb"?', 1, true))
     -- a cluster spec without its colon: the spec meant
     assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100x8"))

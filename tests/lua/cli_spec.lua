@@ -302,6 +302,8 @@ describe("apsearch binary", function()
       assert.are.same({ "gb200", false }, { policy.device_preset_name("gb200") })
       assert.are.same({ "gb200", true }, { policy.device_preset_name("GB200") })
       assert.are.same({ "mi355x-288gb", true }, { policy.device_preset_name("mi355x") })
+      -- the board without its memory (a new user's "h100-sxm", 2026-12-07)
+      assert.are.same({ "h100-sxm-80gb", true }, { policy.device_preset_name("H100-SXM") })
       -- two A100 presets (40 and 80 GB): no alias, the name asks which
       assert.is_nil(policy.device_preset_name("a100"))
       local c = policy.parse_cluster_spec("h200:2")

@@ -92,6 +92,8 @@ describe("long names and values in error messages", function()
     assert.are.equal("{k1 = 1, k2 = 2, k3 = 3, k4 = 4, k5 = 5, k6 = 6, ...}", util.describe(t))
     for i = 9, 65 do t["k" .. i] = i end
     assert.are.equal("{...}", util.describe(t))
+    -- a field name of 100 KB is cut as a string value is (60 bytes), not echoed whole
+    assert.are.equal("{" .. string.rep("a", 57) .. "... = 1}", util.describe({ [string.rep("a", 100000)] = 1 }))
   end)
 end)
 

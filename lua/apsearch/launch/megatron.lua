@@ -896,7 +896,8 @@ function M.render(c)
   out[#out + 1] = "set -euo pipefail"
   if fsdp then
     -- validate_args: "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS value large than one"
-    out[#out + 1] = "unset CUDA_DEVICE_MAX_CONNECTIONS  # FSDP asserts it is not 1 (validate_args)"
+    out[#out + 1] = "unset CUDA_DEVICE_MAX_CONNECTIONS  # FSDP asserts it is not 1 (validate_args, " ..
+      "arguments.py l.1048 and l.1166 @ d98e8a64)"
   elseif tp > 1 or cp > 1 then
     -- validate_args asserts it before Blackwell with TP or CP (and without FSDP)
     out[#out + 1] = "export CUDA_DEVICE_MAX_CONNECTIONS=1  # TP / CP: asserted by validate_args before Blackwell"

@@ -632,7 +632,9 @@ end
 -- with suffixes applied, and `routed` = {section = {name = {value, path}}}
 function Norm:fields(tbl, fields, path, section, routed, skip)
   local out = {}
-  for k, v in pairs(tbl) do
+  -- (in key order: the first of several bad fields is the same every run)
+  for _, k in ipairs(util.sorted_keys(tbl)) do
+    local v = tbl[k]
     local p = path .. "." .. tostring(k)
     if not (skip and skip[k]) then
       local name, factor = schema.resolve(fields, k)

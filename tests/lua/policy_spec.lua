@@ -182,6 +182,11 @@ describe("policy validation", function()
     for _ = 1, 5 do
       assert.truthy(err_of(norm, raw):find("^policy%.lua: aaa: unknown field"), err_of(norm, raw))
     end
+    raw = base()
+    raw.training.zz_field, raw.training.aa_field, raw.training.mm_field = 1, 2, 3
+    for _ = 1, 5 do
+      assert.truthy(err_of(norm, raw):find("^policy%.lua: training%.aa_field: unknown field"), err_of(norm, raw))
+    end
   end)
 
   it("rejects a name with control characters or bytes that are not UTF-8", function()

@@ -450,10 +450,12 @@ M.H100_FA2_ATTENTION = M.attention_efficiency(333, 318, 989)
 
 --- PyTorch's FlexAttention on H100, as a multiple of FlashAttention-2's
 -- rate: its forward "~25% faster than FlashAttention2", its backward
--- "~3% faster" (averages over the FlexAttention benchmark's variants;
--- Guessous, "FlexAttention: The Flexibility of PyTorch With the
--- Performance of FlashAttention", GTC 2025, as pytorch/pytorch.github.io
--- "PyTorch at GTC 2025" quotes it; Dong et al. 2024, arXiv:2412.05496).
+-- "~3% faster", averages over its authors' benchmark of attention
+-- variants, as the abstract of Guessous, "FlexAttention: The Flexibility
+-- of PyTorch With the Performance of FlashAttention" (GTC 2025) states
+-- them (quoted in pytorch/pytorch.github.io "PyTorch at GTC 2025").  The
+-- paper behind it (Dong et al. 2024, arXiv:2412.05496) was not read
+-- here; no head-dim or sequence-length split of the averages is taken.
 M.FLEX_OVER_FA2_FWD_H100 = 1.25
 M.FLEX_OVER_FA2_BWD_H100 = 1.03
 M.H100_FLEX_ATTENTION = M.attention_efficiency(333 * M.FLEX_OVER_FA2_FWD_H100, 318 * M.FLEX_OVER_FA2_BWD_H100, 989)

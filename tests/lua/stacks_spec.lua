@@ -385,6 +385,17 @@ describe("software stacks", function()
     assert.near(stacks.H100_FLEX_ATTENTION, r.inputs.cluster.device.attention_efficiency, 1e-12)
     local yaml = assert(io.open(dir .. "/launch/rank1_automodel.yaml")):read("a")
     assert.truthy(yaml:find("\n    attn: flex\n", 1, true), yaml)
+    -- a model AutoModel builds through transformers under CP: AutoModel sets SDPA whatever the YAML names
+    local dir2 = H.tmpdir()
+    local code3, out3 = H.apsearch("run", "-q", "--model", H.ROOT .. "/examples/models/mistral-7b-v0.1.json",
+      "--cluster", "h100-sxm-80gb:1", "--set", "training.framework=automodel", "--set", "training.attn_backend=flex",
+      "--fix", "cp_degree=2", "--top-k", "1", "--out", dir2)
+    assert.are.equal(0, code3, out3)
+    local hf = assert(io.open(dir2 .. "/launch/rank1_automodel.yaml")):read("a")
+    assert.truthy(hf:find("\n# APPROXIMATE: attn_implementation flex_attention with cp_size 2: AutoModel runs " ..
+      "transformers' SDPA under context parallelism", 1, true), hf)
+    assert.truthy(hf:find("\n  attn_implementation: flex_attention  # the kernel estimated, which AutoModel " ..
+      "replaces under CP", 1, true), hf)
   end)
 
   it("ship only the attention kernel's benchmarked efficiency, on the Hopper parts", function()

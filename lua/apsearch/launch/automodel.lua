@@ -577,8 +577,18 @@ local function hf_model_keys(w, g, class)
     -- training.attn_backend as transformers names it; "te" is AutoModel's
     -- own (TransformerEngine injected after init: _transformers/
     -- auto_model.py l.456-461 @ 36044ad3)
-    K("model.attn_implementation", HF_ATTENTION[kernel], "as estimated; transformers builds " .. class ..
+    local overridden = kernel == "flex" and g.cp > 1
+    K("model.attn_implementation", HF_ATTENTION[kernel], (overridden and "the kernel estimated, which AutoModel " ..
+      "replaces under CP (APPROXIMATE above)" or "as estimated") .. "; transformers builds " .. class ..
       " (no model.backend, which AutoModel's own models read)")
+    -- under CP AutoModel sets a transformers model's attention to SDPA
+    -- whatever the YAML says (_transformers/auto_model.py
+    -- _apply_preload_overrides, cp_size > 1 @ 36044ad3)
+    if overridden then
+      N("APPROXIMATE", ("attn_implementation flex_attention with cp_size %d: AutoModel runs transformers' " ..
+        "SDPA under context parallelism (FlashAttention-2's kernel); the estimate priced FlexAttention's rate")
+        :format(g.cp))
+    end
   end
   if g.ep > 1 then
     N(NE, "expert parallelism (ep_size " .. g.ep .. "): transformers' " .. class .. " is no " ..

@@ -2054,6 +2054,11 @@ end
 -- giving them, they are a text config saved under the wrapper's type.
 M.TEXT_SHAPE_KEYS = { "num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads" }
 
+--- The model_types whose builder reads the text model from
+-- `text_config` itself (qwen_vl, and text_config() below), not through
+-- M.wrapped_text.
+M.TEXT_CONFIG_BUILDERS = { qwen2_vl = true, qwen2_5_vl = true, gemma3 = true, gemma4 = true, llama4 = true }
+
 -- A multimodal wrapper's `text_config` (sub_config), refused when the
 -- file's top level has M.TEXT_SHAPE_KEYS the text_config does not give:
 -- the wrapper's class (Gemma3Config, Gemma4Config, Llama4Config) ignores
@@ -7824,6 +7829,27 @@ end
 --   for an MoE config; `<file>: model_type: unsupported model type ...` for an
 --   unknown type; `<file>: <key>: required key is missing (got nothing)` or a type
 --   error naming the key.
+-- A text model's keys saved under `text_config` for a model_type read
+-- flat (no wrapper, M.wrapped_text): refused naming the keys, as that
+-- type's transformers class takes none of them from text_config (a
+-- PretrainedConfig keeps an unknown key as an attribute it never reads)
+-- and would build its defaults.  Only when the top level gives none of
+-- M.TEXT_SHAPE_KEYS and text_config gives one, and for a type whose
+-- builder does not read text_config itself (M.TEXT_CONFIG_BUILDERS).
+local function flat_text_config(cfg, mt, source)
+  local text = cfg.text_config
+  if M.TEXT_CONFIG_BUILDERS[mt] or type(text) ~= "table" or #text > 0 then return end
+  local nested = {}
+  for _, k in ipairs(M.TEXT_SHAPE_KEYS) do
+    if not is_null(cfg[k]) then return end
+    if not is_null(text[k]) then nested[#nested + 1] = k end
+  end
+  if #nested == 0 then return end
+  util.fail(source, "text_config", ("model_type %s reads its keys at the top level, not from text_config, " ..
+    "which gives %s: move text_config's keys to the top level, or name the wrapper's model_type"):format(
+    util.clip(tostring(mt)), table.concat(nested, ", ")), nil, false)
+end
+
 function M.from_config(cfg, source, name)
   source = source or "config.json"
   if type(cfg) ~= "table" then
@@ -7885,6 +7911,7 @@ function M.from_config(cfg, source, name)
       " (supported: " .. util.join(all) .. "); write another as a policy's " ..
       "model table of its sizes (docs/policy.md \"model\")", mt)
   end
+  flat_text_config(cfg, mt, source)
   local notes, extra = {}, {}
   if as then
     notes[#notes + 1] = ("%s: model_type %s read as %s (" .. (is_null(cfg.architectures) and

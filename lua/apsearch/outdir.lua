@@ -30,7 +30,8 @@
 -- A set directory is removed only when everything in it is listed in its
 -- manifest, unchanged since the run recorded it (size and modification
 -- time), and the manifest names this DIR; otherwise it is kept whole and
--- logged.  An empty directory at DIR is replaced; any other directory,
+-- logged.  An empty directory at DIR is replaced (not a mount point:
+-- refused before the search, M.is_mount_point); any other directory,
 -- file or symbolic link is refused with exit status 2: apsearch never
 -- moves, replaces or deletes a path it did not create.
 -- @module apsearch.outdir
@@ -270,6 +271,30 @@ local function id_in(n, prefix, kind)
   return id:match(M.ID_PATTERN) and id or nil
 end
 
+--- Whether the directory at `d` is a mount point: on another device
+-- than its parent, or (a bind mount of the same file system, as a
+-- container's volume) a mount point /proc/self/mountinfo lists (field 5,
+-- octal escapes as the kernel writes them).  rename(2) over a mount point
+-- fails with EBUSY.
+-- @tparam string d an existing directory, its parent resolved (M.open)
+-- @treturn boolean
+function M.is_mount_point(d)
+  local dev, pdev = lfs.attributes(d, "dev"), lfs.attributes(util.dirname(d), "dev")
+  if dev and pdev and dev ~= pdev then return true end
+  local real = core and core.realpath(d) or d
+  local f = io.open("/proc/self/mountinfo", "r")
+  if not f then return false end
+  for line in f:lines() do
+    local point = line:match("^%S+ %S+ %S+ %S+ (%S+)")
+    if point and point:gsub("\\(%d%d%d)", function(o) return string.char(tonumber(o, 8)) end) == real then
+      f:close()
+      return true
+    end
+  end
+  f:close()
+  return false
+end
+
 -- What DIR (at path d) is: "none", "link" (to the set directory
 -- returned), "empty" (a plain empty directory); anything else raises,
 -- naming DIR as the user gave it (shown), closing s if given.
@@ -294,6 +319,10 @@ local function classify(d, prefix, s, shown)
       table.sort(names)
       refuse("is a directory with files apsearch did not write (" .. some(names) ..
         "); apsearch never moves or deletes them: choose another --out or move them away")
+    end
+    if M.is_mount_point(d) then
+      refuse("is a mount point, which apsearch cannot replace by the link to its set (the rename " ..
+        "would fail after the search): give a path inside it, e.g. " .. util.join_path(shown or d, "apsearch"))
     end
     return "empty"
   end

@@ -841,7 +841,10 @@ function Norm:device(v, path)
         self:fail(path, ("unknown device preset; did you mean the cluster %q (DEVICE:NODES[xGPUS]: %d GPUs)?")
           :format(spec, k), v)
       end
-      self:fail(path, (no_preset_problem(v) or suggest.problem("unknown device preset", v, names)) ..
+      -- the short names suggested where no preset name is near ("h10O",
+      -- "hh100": "h100")
+      local near = suggest.did_you_mean(v, names) and names or util.sorted_keys(M.DEVICE_ALIASES)
+      self:fail(path, (no_preset_problem(v) or suggest.problem("unknown device preset", v, near)) ..
         " (known: " .. table.concat(names, ", ") .. ")", v)
     end
     return v

@@ -260,7 +260,8 @@ end
 -- (M.closest_first), then "... and N more" ("(N known names)" when none
 -- fits)
 -- (docs/outputs.md says where each full list is).  A message that fits,
--- or has no such list, is returned unchanged; the message stays one line.
+-- has no such list, or whose list is short (M.SHORT_LIST_CHARS), is
+-- returned unchanged; the message stays one line.
 -- @tparam string msg
 -- @tparam[opt] number width (default apsearch.format.common.TERMINAL_WIDTH)
 -- @treturn string
@@ -274,6 +275,7 @@ function M.fold_known(msg, width)
   end
   local b = a and msg:find(")", a, true)
   if not b or common.width(msg) <= width then return msg end
+  if b - a - #open <= M.SHORT_LIST_CHARS then return msg end
   local head, tail = msg:sub(1, a - 1) .. open, msg:sub(b)
   local names = {}
   for name in (msg:sub(a + #open, b - 1) .. ", "):gmatch("(.-), ") do names[#names + 1] = name end
@@ -289,6 +291,12 @@ function M.fold_known(msg, width)
   if #kept == 0 then return msg:sub(1, a - 1) .. NONE_FITS[open]:format(#names) .. tail end
   return head .. table.concat(kept, ", ") .. (", ... and %d more"):format(#names - #kept) .. tail
 end
+
+--- The longest name list (its characters, separators included) that
+-- fold_known never cuts: a handful of short names (the RoPE scaling
+-- types, the dispatchers) read better whole on a line a little over the
+-- terminal's width than as "(5 supported types)".
+M.SHORT_LIST_CHARS = 64
 
 --- Sorted names of a table's keys (for "known: ..." lists).
 -- @tparam table t

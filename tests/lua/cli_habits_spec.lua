@@ -396,6 +396,12 @@ describe("apsearch command line habits", function()
       :find('or a model preset; did you mean "llama-3.1-405b"?', 1, true))
     assert.truthy(err_line(apsearch("run", "--cluster", "h100-sxm-8gb:2"))
       :find('unknown device preset; did you mean "h100-sxm-80gb"?', 1, true))
+    -- a short name the tool accepts is suggested too (it was not: "h10O"
+    -- got the list of full names only; new-user pass, 2026-12-07)
+    for _, c in ipairs({ "h10O", "hh100", "h1000" }) do
+      assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", c .. ":1"))
+        :find('unknown device preset; did you mean "h100"? ', 1, true), c)
+    end
     -- a cluster spec without its colon: the spec meant
     assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100x8"))
       :find('unknown device preset; did you mean the cluster "h100:1x8" (DEVICE:NODES[xGPUS]: 8 GPUs in one host)? '
@@ -406,9 +412,12 @@ describe("apsearch command line habits", function()
         .. '(got "64xh100")', 1, true))
     assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "6xgb200"))
       :find('did you mean the cluster "gb200:1x6"', 1, true))
-    -- no spec that is refused in turn (a breaker's pass: "h100:1x0")
+    -- no spec that is refused in turn (a breaker's pass: "h100:1x0"); the
+    -- device's short name is still what is near
     for _, c in ipairs({ "h100x0", "h100x08", "h100-00" }) do
-      assert.is_nil(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", c)):find("did you mean", 1, true), c)
+      local e = err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", c))
+      assert.is_nil(e:find("did you mean the cluster", 1, true), c)
+      assert.truthy(e:find('did you mean "h100"?', 1, true), c)
     end
     assert.truthy(err_line(apsearch("run", "--set", "training.framework=megatorn"))
       :find('did you mean "megatron"?', 1, true))

@@ -190,6 +190,22 @@ describe("2025 families: exact parameter counts", function()
     path = H.write(dir .. "/ok.json", '{"model_type":"gemma3","hidden_size":2304,"text_config":{"hidden_size":2304}}')
     assert.are.equal(2304, hf.load(path).hidden_size)
   end)
+
+  it("a flat type's keys saved under text_config are refused, naming them", function()
+    -- a Qwen3-Next config moved under text_config read "hidden_act: expected
+    -- silu (got nothing)", and a Llama one "num_hidden_layers: required key
+    -- is missing" (2026-12-07 pass over 2025-26 configs)
+    local dir = H.tmpdir()
+    local path = H.write(dir .. "/l.json", '{"model_type":"llama","text_config":{"hidden_size":4096,' ..
+      '"num_hidden_layers":32,"num_attention_heads":32}}')
+    assert.are.equal(path .. ": text_config: model_type llama reads its keys at the top level, not from " ..
+      "text_config, which gives num_hidden_layers, hidden_size, num_attention_heads: move text_config's keys " ..
+      "to the top level, or name the wrapper's model_type", H.err_of(hf.load, path))
+    -- with the shape at the top level, a text_config beside it is left alone
+    path = H.write(dir .. "/ok.json", '{"model_type":"llama","hidden_size":512,"num_hidden_layers":2,' ..
+      '"num_attention_heads":8,"intermediate_size":1024,"vocab_size":1000,"text_config":{"hidden_size":4096}}')
+    assert.are.equal(512, hf.load(path).hidden_size)
+  end)
 end)
 
 describe("2025 families: what the estimate does not price is said", function()

@@ -376,6 +376,29 @@ describe("apsearch run --out: atomic result sets", function()
     assert.are.equal("rwxr-x---", lfs.attributes(base .. "/e/" .. t3, "permissions"))
   end)
 
+  it("refuses a mount point before the search, and says to give a path inside it", function()
+    -- an empty tmpfs or bind mount at DIR searched, then failed its rename
+    -- with EBUSY and printed nothing (new-user pass, 2026-12-07)
+    local outdir = require "apsearch.outdir"
+    assert.is_true(outdir.is_mount_point("/proc"))
+    local base = tmpdir()
+    assert(os.execute("mkdir -p " .. q(base .. "/plain")))
+    assert.is_false(outdir.is_mount_point(base .. "/plain"))
+    -- a real mount where the tests run as root (CI containers do)
+    local mnt = base .. "/mnt"
+    if not os.execute("mkdir -p " .. q(mnt) .. " && mount -t tmpfs none " .. q(mnt) .. " 2>/dev/null") then
+      return
+    end
+    local code, out, err = apsearch("run", "--quiet", "--out", mnt)
+    os.execute("umount " .. q(mnt))
+    assert.are.equal(2, code)
+    assert.are.equal("", out)
+    assert.are.equal("apsearch: --out: dir: is a mount point, which apsearch cannot replace by the link to its " ..
+      "set (the rename would fail after the search): give a path inside it, e.g. " .. mnt .. "/apsearch (got \"" ..
+      mnt .. "\")\n", err)
+    assert.are.same({ "mnt", "plain" }, ls(base))
+  end)
+
   it("never replaces what a user puts at DIR while it runs, and leaves the previous set", function()
     local outdir = require "apsearch.outdir"
     local base = tmpdir()

@@ -240,4 +240,12 @@ describe("unknown-field lists", function()
     assert.is_true(#suggest.ERROR_PREFIX + utf8.len(msg) <= 80, msg)
     assert.truthy(msg:find("^f: unknown field %(known: field_01, field_02, [^)]*%.%.%. and %d+ more%) %(got 1%)$"), msg)
   end)
+
+  it("fold_known keeps a short list whole, past the width", function()
+    -- 6 names in 52 characters: under suggest.SHORT_LIST_CHARS (64)
+    local list = "default, linear, dynamic, yarn, llama3, longrope"
+    local msg = ("/a/long/path/%s/config.json: rope_scaling: rope_type: unsupported RoPE scaling " ..
+      "(supported: %s) (got \"proportional\")"):format(("x"):rep(40), list)
+    assert.are.equal(msg, suggest.fold_known(msg))
+  end)
 end)

@@ -527,7 +527,8 @@ function M.run(policy, opts)
       policy.file or "policy", stopped and "more than " or "",
       commas(stopped and cap or space_size), commas(cap)), 0)
   end
-  local better, objective_name, objective_info = objectives.get(policy.objective)
+  local better, objective_name, objective_info = objectives.get(policy.objective,
+    M.near_capacity_fraction * inputs.cluster.device.memory_bytes)
   local k = policy.top_k or 10
   -- candidates written differently that run the same way are one strategy
   -- in the top-k (M.run_key): the heap keeps one of each

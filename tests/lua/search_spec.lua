@@ -485,6 +485,28 @@ describe("driver details", function()
     assert.is_true(early >= 3)
   end)
 
+  it("ranks a strategy near capacity as if 1 % slower under step_time and throughput", function()
+    -- qwen3-30b-a3b on 8 B200 ranked first a strategy at 177.18 of 179 GiB
+    -- 0.03 % faster than one at 136.83 GiB (new-user pass, 2026-12-07)
+    local objectives = require "apsearch.objectives"
+    assert.are.equal(0.01, objectives.NEAR_CAPACITY_TIE)
+    local near = 0.9 * 100
+    local full = { step_time = 14.024, tokens_per_s_per_gpu = 18693, mem_peak = 99, index = 1 }
+    local roomy = { step_time = 14.028, tokens_per_s_per_gpu = 18687, mem_peak = 76, index = 2 }
+    local slow = { step_time = 14.024 * 1.011, tokens_per_s_per_gpu = 18693 / 1.011, mem_peak = 76, index = 3 }
+    for _, name in ipairs({ "step_time", "throughput" }) do
+      local better = objectives.get(name, near)
+      assert.is_true(better(roomy, full), name)
+      assert.is_false(better(full, roomy), name)
+      -- more than 1 % slower: the estimate decides
+      assert.is_true(better(full, slow), name)
+      -- without the line (nil), or under memory / pareto: the estimate alone
+      assert.is_true(objectives.get(name)(full, roomy), name)
+    end
+    assert.is_true(objectives.get("pareto", near)(full, roomy))
+    assert.is_true(objectives.get("composite(step_time=1)", near)(full, roomy))
+  end)
+
   it("ranks by memory, throughput, or a user function", function()
     local base = policy.from_table(raw, "spec_policy.lua")
     local mem = search.run(policy.from_table(raw, "p.lua", { set = { "objective=memory" } }))

@@ -737,11 +737,15 @@ end
 -- @treturn string|nil
 function M.near_capacity_note(result)
   local top = result.top_k_strategies or {}
+  local objective = (result.inputs or {}).objective
+  local tie = require("apsearch.objectives").NEAR_CAPACITY_TIE
+  local ranked = (objective == "step_time" or objective == "throughput") and tie > 0
+    and ("; a row marked ! ranks as if %g %% slower (objectives.NEAR_CAPACITY_TIE)"):format(100 * tie) or ""
   for _, r in ipairs(top) do
     if near_capacity(r) then
       return string.format("! peak above %.0f%% of device memory: the caching allocator may "
-        .. "retry allocations and slow the step beyond the estimate (docs/accuracy.md)%s",
-        100 * require("apsearch.search").near_capacity_fraction,
+        .. "retry allocations and slow the step beyond the estimate (docs/accuracy.md)%s%s",
+        100 * require("apsearch.search").near_capacity_fraction, ranked,
         first_with_headroom(top, (((result.inputs or {}).cluster or {}).device or {}).memory_bytes,
           (result.inputs or {}).training))
     end

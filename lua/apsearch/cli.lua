@@ -1351,9 +1351,11 @@ local function cmd_run(args)
     local files, note, notes = M.write_outputs(dir, result, { echarts = opts.echarts, set = set,
       before_commit = render, jobs = jobs })
     if not quiet then
-      util.log("wrote %d files to %s: result.json, result.csv, %sreport.html, launch/ (%d)",
+      -- (a set with no strategy has no launch/: outdir.lua commit)
+      local nlaunch = #files - (result.candidates_csv and 4 or 3)
+      util.log("wrote %d files to %s: result.json, result.csv, %sreport.html%s",
         #files, util.printable(dir), result.candidates_csv and "candidates.csv, " or "",
-        #files - (result.candidates_csv and 4 or 3))
+        nlaunch > 0 and (", launch/ (%d)"):format(nlaunch) or "")
       if note then util.log("apsearch: %s", note) end
       for _, n in ipairs(notes) do util.log("apsearch: %s", n) end
       local differ = M.launch_differs_note(result)

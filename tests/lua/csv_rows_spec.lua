@@ -138,7 +138,12 @@ describe("candidates.csv rows (core.csv_rows)", function()
         recompute_modules = "mlp", stage_partition = split },
       { dp_degree = 8, fsdp_degree = 1, micro_batch_size = 1, micro_batch_num = 0, pp_degree = 2,
         pp_schedule = "1f1b", layer_recompute = "full", recompute_num_layers = -1,
-        recompute_modules = "mlp", stage_partition = split, cp_comm_type = 'a,"b' },
+        recompute_modules = "mlp", stage_partition = split, cp_degree = 2, cp_comm_type = 'a,"b' },
+      -- cp_comm_type at cp 1, reshard_after_forward without FSDP: moot,
+      -- empty as the table's "-"
+      { dp_degree = 8, fsdp_degree = 1, micro_batch_size = 1, micro_batch_num = 0, pp_degree = 1,
+        layer_recompute = "none", cp_degree = 1, cp_comm_type = "p2p", reshard_after_forward = true,
+        tp_degree = 1, sequence_parallel = true },
     }
     local want = { table.concat(csv.candidate_columns(), ",") .. "\n" }
     for i, c in ipairs(cands) do
@@ -154,6 +159,8 @@ describe("candidates.csv rows (core.csv_rows)", function()
     assert.truthy(lines[2]:find(",1f1b,,,,1,64,full,,,all,3;5,", 1, true), lines[2])
     assert.truthy(lines[3]:find(",1,,,,,,,2,32,selective,mlp,,,3;5,", 1, true), lines[3])
     assert.truthy(lines[4]:find(',"a,""b",', 1, true), lines[4])
+    assert.is_nil(lines[5]:find("p2p", 1, true), lines[5])
+    assert.is_nil(lines[5]:find("true", 1, true), lines[5])
   end)
 
   it("lists every other field common.field_value reads", function()

@@ -190,6 +190,30 @@ describe("run --model M --cluster D:N without a policy", function()
     assert.is_nil(out8:find("rank 1 is above it", 1, true), out8)
   end)
 
+  it("says when rank 1 waits mostly on the host, and that CUDA graphs take that cost", function()
+    -- DeepSeek-V3 on 72 GB200 (18 trays of 4): full recompute, TP 8, PP 9
+    -- fit; rank 1's largest overhead is the host's launches (new-user pass,
+    -- 2026-12-07: nothing said so)
+    local code, r = run("deepseek-v3", "gb200:18")
+    assert.are.equal(0, code)
+    local pc = r.top_k_strategies[1].performance_cost
+    local host = pc.breakdown.host_launch.exposed
+    for c, v in pairs(pc.breakdown) do
+      if c ~= "compute_fwd" and c ~= "compute_bwd" then assert.is_true(v.exposed <= host, c) end
+    end
+    local _, out = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "gb200:18", "-k", "1", "--wide")
+    assert.truthy(out:find(("rank 1 waits for the host launching its kernels (host_launch, its largest overhead: " ..
+      "%.2f of %.2f s): Megatron-LM's CUDA graphs take that cost (--set training.cuda_graphs=true; "):format(host,
+      pc.step_time), 1, true), out)
+    -- with the graphs on, no such line (and rank 1 is faster)
+    local code2, r2 = run("deepseek-v3", "gb200:18", "--set", "training.cuda_graphs=true")
+    assert.are.equal(0, code2)
+    assert.is_true(r2.top_k_strategies[1].performance_cost.step_time < pc.step_time)
+    local _, out2 = H.apsearch("run", "-q", "--model", "deepseek-v3", "--cluster", "gb200:18", "-k", "1", "--wide",
+      "--set", "training.cuda_graphs=true")
+    assert.is_nil(out2:find("rank 1 waits for the host", 1, true), out2)
+  end)
+
   it("says when a --set changed the built batch or sequence, and what the rule gave", function()
     local code, _, err = H.apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1",
       "--top-k", "1", "--set", "training.global_batch_size=64")

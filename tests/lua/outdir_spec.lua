@@ -147,10 +147,18 @@ describe("apsearch run --out: atomic result sets", function()
     assert.are.same({}, r.top_k_strategies)
     assert.is_nil(mode(dir .. "/launch"))
     assert.are.same({ ".out.apsearch-lock", t, "out" }, ls(base))
+    -- and its log names no launch/ (it said "launch/ (0)")
+    local code0, _, err0 = apsearch("run", "--model", "llama-3.1-405b", "--cluster", "h100-sxm-80gb:1", "--out",
+      base .. "/out0")
+    assert.are.equal(1, code0, err0)
+    assert.truthy(err0:find("wrote 4 files to " .. base .. "/out0: result.json, result.csv, candidates.csv, " ..
+      "report.html\n", 1, true), err0)
     assert.are.equal(0, (apsearch("run", "--quiet", "--top-k", "2", "--out", dir)))
     local _, r2, t2 = check_set(dir)
     assert.are.equal(2, #r2.top_k_strategies)
-    assert.are.same({ ".out.apsearch-lock", t2, "out" }, ls(base))
+    local others = ls(base)
+    for i = #others, 1, -1 do if others[i]:find("out0", 1, true) then table.remove(others, i) end end
+    assert.are.same({ ".out.apsearch-lock", t2, "out" }, others)
   end)
 
   it("cleans what interrupted runs left, only as far as their manifest lists it", function()

@@ -55,6 +55,13 @@ M.STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
   "layer_offset", "ep_degree", "etp_degree", "moe_token_dispatcher",
   "moe_capacity_factor" }
 
+-- the fields shown empty when their dimension is off (space.moot): the
+-- terminal's "-" (cp_comm_type at cp 1, sequence_parallel at tp 1,
+-- reshard_after_forward without FSDP, recompute_method without full
+-- recompute), in result.csv, candidates.csv and the report
+local MOOT_BLANK = { sequence_parallel = true, cp_comm_type = true, reshard_after_forward = true,
+  recompute_method = true }
+
 --- A strategy field as outputs show it: the search space's internal
 -- placeholders (space.lua) spelt as what they mean, so no output holds
 -- `micro_batch_num = 0` or `recompute_num_layers = -1` (issue 16):
@@ -67,7 +74,9 @@ M.STRATEGY_FIELDS = { "dp_degree", "fsdp_degree", "zero_stage",
 --   no shift): nil;
 -- * pp_schedule without pipelining (pp_degree 1): nil (moot);
 -- * microbatch_group_size 0 or pp_degree (Megatron's default) or outside
---   the interleaved 1F1B schedule (space.moot): nil.
+--   the interleaved 1F1B schedule (space.moot): nil;
+-- * sequence_parallel, cp_comm_type, reshard_after_forward and
+--   recompute_method where space.moot says their dimension is off: nil.
 -- Other fields and values are returned as they are.
 -- @tparam table s strategy (candidate or top-k record)
 -- @tparam string f field name
@@ -98,6 +107,8 @@ function M.field_value(s, f, gbs)
     -- an MoE strategy that leaves it out ran the search's default
     -- (alltoall, dropless)
     return require("apsearch.space").moe_defaults("megatron")[f]
+  elseif MOOT_BLANK[f] and require("apsearch.space").moot(s, f) then
+    return nil -- the setting of a dimension that is off, as the table's "-"
   end
   return v
 end
@@ -114,6 +125,10 @@ M.field_reads = {
   recompute_modules = { "layer_recompute" },
   moe_token_dispatcher = { "ep_degree" },
   moe_capacity_factor = { "ep_degree" },
+  sequence_parallel = { "tp_degree" },
+  cp_comm_type = { "cp_degree" },
+  reshard_after_forward = { "fsdp_degree" },
+  recompute_method = { "layer_recompute" },
 }
 
 -- the V schedules: stage i and 2p - 1 - i on rank i (M.chunk_layers)
@@ -763,6 +778,24 @@ function M.mbn_text(r)
   local m = r.micro_batch_num
   if g > 1 and type(m) == "number" then return ("%dx%d"):format(g, m // g) end
   return tostring(m)
+end
+
+--- The footnote of a top-k whose rank 1 waits mostly on the host that
+-- launches its kernels (its largest overhead, M.top_time, is
+-- `host_launch`) under Megatron-LM without CUDA graphs, which take that
+-- launch cost (docs/modeling.md "Host time"), or nil.
+-- @tparam table result search result
+-- @treturn string|nil
+function M.host_bound_note(result)
+  local r = (result.top_k_strategies or {})[1]
+  local tr = (result.inputs or {}).training or {}
+  if not r or tr.framework ~= "megatron" or tr.cuda_graphs then return nil end
+  local pc = r.performance_cost or {}
+  local top, secs = M.top_time(pc.breakdown, true)
+  if top ~= "host_launch" then return nil end
+  return ("rank 1 waits for the host launching its kernels (host_launch, its largest overhead: %.2f of %.2f s): "
+    .. "Megatron-LM's CUDA graphs take that cost (--set training.cuda_graphs=true; training.cuda_graph_scope says "
+    .. "what they capture, docs/policy.md)"):format(secs, pc.step_time or 0)
 end
 
 --- The footnote of a top-k whose micro-batches run as several pipeline

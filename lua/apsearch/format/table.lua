@@ -342,7 +342,8 @@ function M.with_notes(tbl, result, same, width)
   lines[#lines + 1] = tbl
   for _, note in ipairs({ M.objective_note(result) or false, common.interval_note(result) or false,
       common.mfu_note(result) or false, common.mfu_basis_note(result) or false, common.peak_note(result) or false,
-      common.near_capacity_note(result) or false, common.full_graph_note(result) or false,
+      common.near_capacity_note(result) or false, common.host_bound_note(result) or false,
+      common.full_graph_note(result) or false,
       common.passes_note(result) or false,
       common.launchable_note(result) or false }) do
     if note then lines[#lines + 1] = note end

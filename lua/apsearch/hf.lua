@@ -7830,21 +7830,29 @@ end
 --   unknown type; `<file>: <key>: required key is missing (got nothing)` or a type
 --   error naming the key.
 -- A text model's keys saved under `text_config` for a model_type read
--- flat (no wrapper, M.wrapped_text): refused naming the keys, as that
--- type's transformers class takes none of them from text_config (a
--- PretrainedConfig keeps an unknown key as an attribute it never reads)
--- and would build its defaults.  Only when the top level gives none of
--- M.TEXT_SHAPE_KEYS and text_config gives one, and for a type whose
--- builder does not read text_config itself (M.TEXT_CONFIG_BUILDERS).
-local function flat_text_config(cfg, mt, source)
+-- flat (no wrapper, M.wrapped_text), as that type's transformers class
+-- takes none of them from text_config (a PretrainedConfig keeps an
+-- unknown key as an attribute it never reads) and builds its defaults:
+-- refused naming the keys, when the model built (`model`) differs from
+-- text_config on one of M.TEXT_SHAPE_KEYS the top level leaves out, or
+-- the build failed (`model` nil) with none of them at the top level and
+-- two or more in text_config.  Not for a type whose builder reads
+-- text_config itself (M.TEXT_CONFIG_BUILDERS); a type that names its
+-- shape otherwise (DBRX's d_model) and builds what text_config says is
+-- left alone.
+local SHAPE_FIELD = { num_hidden_layers = "num_layers", hidden_size = "hidden_size",
+  intermediate_size = "ffn_hidden_size", num_attention_heads = "num_attention_heads" }
+local function flat_text_config(cfg, mt, source, model)
   local text = cfg.text_config
   if M.TEXT_CONFIG_BUILDERS[mt] or type(text) ~= "table" or #text > 0 then return end
   local nested = {}
   for _, k in ipairs(M.TEXT_SHAPE_KEYS) do
-    if not is_null(cfg[k]) then return end
-    if not is_null(text[k]) then nested[#nested + 1] = k end
+    if model == nil and not is_null(cfg[k]) then return end
+    if is_null(cfg[k]) and not is_null(text[k]) and (model == nil or model[SHAPE_FIELD[k]] ~= text[k]) then
+      nested[#nested + 1] = k
+    end
   end
-  if #nested == 0 then return end
+  if #nested < (model and 1 or 2) then return end
   util.fail(source, "text_config", ("model_type %s reads its keys at the top level, not from text_config, " ..
     "which gives %s: move text_config's keys to the top level, or name the wrapper's model_type"):format(
     util.clip(tostring(mt)), table.concat(nested, ", ")), nil, false)
@@ -7911,7 +7919,6 @@ function M.from_config(cfg, source, name)
       " (supported: " .. util.join(all) .. "); write another as a policy's " ..
       "model table of its sizes (docs/policy.md \"model\")", mt)
   end
-  flat_text_config(cfg, mt, source)
   local notes, extra = {}, {}
   if as then
     notes[#notes + 1] = ("%s: model_type %s read as %s (" .. (is_null(cfg.architectures) and
@@ -7937,7 +7944,11 @@ function M.from_config(cfg, source, name)
   local ok, model = pcall(build, reader(cfg, source), cfg, source, notes, extra)
   local recorded = shape_defaults
   shape_defaults = nil -- also when the build raised: no later load sees this one's
-  if not ok then error(model, 0) end
+  if not ok then
+    flat_text_config(cfg, mt, source)
+    error(model, 0)
+  end
+  flat_text_config(cfg, mt, source, model)
   local filled = {}
   for k, v in pairs(recorded) do filled[#filled + 1] = ("%s = %s"):format(k, util.describe(v)) end
   if #filled > 0 then

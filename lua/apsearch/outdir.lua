@@ -274,8 +274,10 @@ end
 --- Whether the directory at `d` is a mount point: on another device
 -- than its parent, or (a bind mount of the same file system, as a
 -- container's volume) a mount point /proc/self/mountinfo lists (field 5,
--- octal escapes as the kernel writes them).  rename(2) over a mount point
--- fails with EBUSY.
+-- octal escapes as the kernel writes them), unless a mount on one of its
+-- ancestors listed after it hides it (the directory then seen at `d` is
+-- the later file system's own).  rename(2) over a mount point fails with
+-- EBUSY.
 -- @tparam string d an existing directory, its parent resolved (M.open)
 -- @treturn boolean
 function M.is_mount_point(d)
@@ -284,15 +286,18 @@ function M.is_mount_point(d)
   local real = core and core.realpath(d) or d
   local f = io.open("/proc/self/mountinfo", "r")
   if not f then return false end
+  local mounted = false
   for line in f:lines() do
     local point = line:match("^%S+ %S+ %S+ %S+ (%S+)")
-    if point and point:gsub("\\(%d%d%d)", function(o) return string.char(tonumber(o, 8)) end) == real then
-      f:close()
-      return true
+    point = point and point:gsub("\\(%d%d%d)", function(o) return string.char(tonumber(o, 8)) end)
+    if point == real then
+      mounted = true
+    elseif point and real:sub(1, #point + 1) == (point == "/" and "/" or point .. "/") then
+      mounted = false -- mounted over an ancestor after: hidden
     end
   end
   f:close()
-  return false
+  return mounted
 end
 
 -- What DIR (at path d) is: "none", "link" (to the set directory

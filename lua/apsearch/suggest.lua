@@ -193,10 +193,17 @@ end
 -- @tparam table candidates
 -- @treturn string|nil
 function M.did_you_mean(word, candidates)
-  local c = M.closest(word, candidates)
-  if #c == 0 then return nil end
+  return M.did_you_mean_of(M.closest(word, candidates))
+end
+
+--- `did you mean "x"?` (or `"x" or "y"?`) of names already chosen, or nil
+-- for none.
+-- @tparam table names array of strings, best first
+-- @treturn string|nil
+function M.did_you_mean_of(names)
+  if #names == 0 then return nil end
   local q = {}
-  for i, s in ipairs(c) do q[i] = string.format("%q", s) end
+  for i, s in ipairs(names) do q[i] = string.format("%q", s) end
   return "did you mean " .. table.concat(q, " or ") .. "?"
 end
 

@@ -148,8 +148,10 @@ int apsl_dir_open(lua_State *L)
 }
 
 /* rename(2) with renameat2 flags; where the kernel or the file system has
- * no renameat2 (ENOSYS; EINVAL on e.g. NFS), returns nil, message, errno
- * and `"unsupported"` as a fourth value so the caller can fall back. */
+ * no renameat2 (ENOSYS; EINVAL on e.g. NFS), or cannot move the directory
+ * in place (EXDEV: overlayfs, a directory of a lower layer), returns nil,
+ * message, errno and `"unsupported"` as a fourth value so the caller can
+ * fall back. */
 static int rename_flags(lua_State *L, unsigned flags)
 {
     const char *from = luaL_checkstring(L, 1);
@@ -161,7 +163,7 @@ static int rename_flags(lua_State *L, unsigned flags)
         return 1;
     }
     luaL_fileresult(L, 0, to);
-    if (e == ENOSYS || e == EINVAL) {
+    if (e == ENOSYS || e == EINVAL || e == EXDEV) {
         lua_pushliteral(L, "unsupported");
         return 4;
     }

@@ -402,6 +402,10 @@ describe("apsearch command line habits", function()
       assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", c .. ":1"))
         :find('unknown device preset; did you mean "h100"? ', 1, true), c)
     end
+    -- one edit from a short name and two from a preset name: both, the
+    -- short ones first (it said "b200" alone; breaker pass, 2026-12-07)
+    assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h20O:1"))
+      :find('unknown device preset; did you mean "h20" or "h200" or "b200"? ', 1, true))
     -- a cluster spec without its colon: the spec meant
     assert.truthy(err_line(apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100x8"))
       :find('unknown device preset; did you mean the cluster "h100:1x8" (DEVICE:NODES[xGPUS]: 8 GPUs in one host)? '

@@ -205,6 +205,18 @@ describe("2025 families: exact parameter counts", function()
     path = H.write(dir .. "/ok.json", '{"model_type":"llama","hidden_size":512,"num_hidden_layers":2,' ..
       '"num_attention_heads":8,"intermediate_size":1024,"vocab_size":1000,"text_config":{"hidden_size":4096}}')
     assert.are.equal(512, hf.load(path).hidden_size)
+    -- a build that took a shape key from the class defaults, which the
+    -- text_config gives, is refused too (Gemma3TextConfig's 26 layers)
+    path = H.write(dir .. "/g.json", '{"model_type":"gemma3_text","text_config":{"hidden_size":5376,' ..
+      '"num_hidden_layers":62}}')
+    assert.truthy(H.err_of(hf.load, path):find(": text_config: model_type gemma3_text reads its keys at the top " ..
+      "level, not from text_config, which gives num_hidden_layers, hidden_size: ", 1, true))
+    -- a type that names its shape otherwise builds from its own keys, a
+    -- leftover text_config aside (DBRX's d_model; breaker pass, 2026-12-07)
+    local dbrx = require("cjson").decode(H.read(ROOT .. "/examples/models/dbrx-base.json"))
+    dbrx.text_config = { hidden_size = 6144 }
+    path = H.write(dir .. "/dbrx.json", require("cjson").encode(dbrx))
+    assert.are.equal(6144, hf.load(path).hidden_size)
   end)
 end)
 

@@ -405,6 +405,29 @@ describe("apsearch run --out: atomic result sets", function()
       "set (the rename would fail after the search): give a path inside it, e.g. " .. mnt .. "/apsearch (got \"" ..
       mnt .. "\")\n", err)
     assert.are.same({ "mnt", "plain" }, ls(base))
+    -- a mount hidden by a later mount on its parent: the directory now at
+    -- that path is the later file system's own, and is used (breaker
+    -- pass, 2026-12-07: it was refused)
+    local a = base .. "/A"
+    assert(os.execute("mkdir -p " .. q(a .. "/B") .. " && mount -t tmpfs none " .. q(a .. "/B") ..
+      " && mount -t tmpfs none " .. q(a) .. " && mkdir " .. q(a .. "/B")))
+    assert.is_false(outdir.is_mount_point(a .. "/B"))
+    local code2 = apsearch("run", "--quiet", "--out", a .. "/B")
+    os.execute("umount " .. q(a) .. " && umount " .. q(a .. "/B"))
+    assert.are.equal(0, code2)
+    -- an empty directory of an overlay's lower layer (rename gives EXDEV:
+    -- the swap falls back to rmdir and rename, as without renameat2)
+    local o = base .. "/o"
+    assert(os.execute("mkdir -p " .. q(o .. "/lo/e") .. " " .. q(o .. "/up") .. " " .. q(o .. "/wk") .. " " ..
+      q(o .. "/ov")))
+    if os.execute("mount -t overlay overlay -o lowerdir=" .. q(o .. "/lo") .. ",upperdir=" .. q(o .. "/up") ..
+        ",workdir=" .. q(o .. "/wk") .. " " .. q(o .. "/ov") .. " 2>/dev/null") then
+      local code3, _, err3 = apsearch("run", "--quiet", "--out", o .. "/ov/e")
+      local id = code3 == 0 and check_set(o .. "/ov/e")
+      os.execute("umount " .. q(o .. "/ov"))
+      assert.are.equal(0, code3, err3)
+      assert.truthy(id)
+    end
   end)
 
   it("never replaces what a user puts at DIR while it runs, and leaves the previous set", function()

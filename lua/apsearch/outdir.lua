@@ -320,14 +320,14 @@ local function classify(d, prefix, s, shown)
   elseif dm == "directory" then
     local names, err = util.listdir(d)
     if not names then refuse("cannot list: " .. tostring(err)) end
+    if M.is_mount_point(d) then -- empty or not: a volume holding lost+found
+      refuse("is a mount point, which apsearch cannot replace by the link to its set (the rename " ..
+        "would fail after the search): give a path inside it, e.g. " .. util.join_path(shown or d, "apsearch"))
+    end
     if #names > 0 then
       table.sort(names)
       refuse("is a directory with files apsearch did not write (" .. some(names) ..
         "); apsearch never moves or deletes them: choose another --out or move them away")
-    end
-    if M.is_mount_point(d) then
-      refuse("is a mount point, which apsearch cannot replace by the link to its set (the rename " ..
-        "would fail after the search): give a path inside it, e.g. " .. util.join_path(shown or d, "apsearch"))
     end
     return "empty"
   end

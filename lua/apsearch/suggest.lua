@@ -289,7 +289,7 @@ function M.fold_known(msg, width)
   M.closest_first(names, msg:sub(1, a - 1))
   local kept = {}
   for i, name in ipairs(names) do
-    local more = (" ... and %d more"):format(#names - i)
+    local more = (", ... and %d more"):format(#names - i)
     local try = table.concat(kept, ", ") .. (#kept > 0 and ", " or "") .. name
     if common.width(head .. try .. (i < #names and more or "") .. tail) > width then break end
     kept[#kept + 1] = name

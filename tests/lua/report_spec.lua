@@ -972,6 +972,10 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
     assert.truthy(text:find('id="no-feasible"', 1, true))
     assert.truthy(text:find('id="closest-table"', 1, true))
     assert.truthy(text:find('What to relax', 1, true))
+    -- the reasons not called "binding": the layout checks before the
+    -- estimate are listed after what stopped the closest candidates
+    assert.truthy(text:find('<b>Why candidates were refused</b>: after the estimate first', 1, true))
+    assert.is_nil(text:find('Binding', 1, true))
     assert.truthy(text:find('3.00 GiB', 1, true))      -- the memory limit fact
     -- no rank to pick: no empty rank dropdown above chart 3's notice
     assert.is_nil(html.render(r, { echarts_js = "/*stub*/" }):find('id="stage-rank"', 1, true))

@@ -232,6 +232,13 @@ describe("unknown-field lists", function()
     assert.truthy(err:find("^apsearch: %-%-set: training%.foo: unknown field %(known: [%w_, ]+%.%.%. and %d+ more%) %(got 1%)\n$"), err)
   end)
 
+  it("count the comma before the names left out (an unknown device's line was 121 columns)", function()
+    local code, _, err = H.apsearch("run", "--cluster", "zzz:1")
+    assert.are.equal(2, code)
+    assert.is_true(utf8.len(err) - 1 <= WIDTH, err)
+    assert.truthy(err:find(", ... and %d+ more%) %(got \"zzz\"%)\n$"), err)
+  end)
+
   it("fold_known keeps a message that fits, and the names that fit in their order", function()
     assert.are.equal("x: unknown field (known: a, b)", suggest.fold_known("x: unknown field (known: a, b)"))
     local names = {}

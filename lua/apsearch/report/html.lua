@@ -359,7 +359,8 @@ end
 function M.min_devices_text(md)
   return string.format("The model needs at least %s devices: %s parameters x %d bytes of model states " ..
     "(weights, gradients, Adam) = %.0f GiB, fully sharded within %.2f GiB a device, before activations " ..
-    "(whole hosts of %d).", common.commas(md.devices), common.commas(md.params),
+    "(whole hosts of %d; a lower bound: a layout that shards them less needs more).",
+    common.commas(md.devices), common.commas(md.params),
     md.bytes_per_param or M.MODEL_STATE_BYTES_PER_PARAM, md.bytes / 2 ^ 30, md.limit_bytes / 2 ^ 30, md.per_node)
 end
 
@@ -950,7 +951,10 @@ local function infeasible_html(result)
     common.commas(s.generated or 0), common.commas(s.filtered_early or 0),
     common.refused_text(result, common.commas))) .. "</p>"
   if #d.reasons > 0 then
-    out[#out + 1] = "<p><b>Binding reasons</b> (after the estimate first: they stopped the candidates that came closest):</p><ul>"
+    -- (the ones before the estimate are checks of the layout, not what
+    -- kept the closest candidates out: a new user read them as binding)
+    out[#out + 1] = "<p><b>Why candidates were refused</b>: after the estimate first (these stopped the " ..
+      "candidates that came closest), then the layout checks before it:</p><ul>"
     for _, r in ipairs(d.reasons) do
       out[#out + 1] = string.format("<li><code>%s</code>: %s candidates, %s%s; e.g. %s</li>", esc(r.code),
         esc(common.commas(r.count)), r.phase == "early" and "before the estimate" or "after the estimate",

@@ -560,6 +560,7 @@ local function probe_fit(opts, dev, h, per, extra)
   local r = search.run(q, { scatter_points = 0, continue_run = true })
   local top = r.top_k_strategies[1]
   return top and { devices = math.tointeger(q.cluster.num_devices), cluster = spec,
+                   per_node = math.tointeger(q.cluster.devices_per_node),
                    strategy = search.describe_strategy(top), step_time = top.performance_cost.step_time }, spec,
     r.infeasible_summary or {}
 end
@@ -760,9 +761,10 @@ end
 -- @tparam table opts parsed options of `run`
 -- @tparam table p the policy searched
 -- @tparam table result its result (no feasible strategy)
--- @treturn table|nil `{smaller = {devices, cluster, strategy, step_time}}`
---   (the power of two below fits), `{devices, cluster, strategy,
---   step_time, not_on}` (not_on: the devices one host below, known
+-- @treturn table|nil `{smaller = {devices, cluster, per_node, strategy,
+--   step_time}}` (the power of two below fits), `{devices, cluster,
+--   per_node (GPUs a host), strategy, step_time, not_on}` (not_on: the
+--   devices one host below, known
 --   without a fit: probed, the run's own, or fewer than hold the model
 --   states (report.html min_devices); nil when that is no host),
 --   `in_host = true` when the host's GPUs were doubled (host_fit),

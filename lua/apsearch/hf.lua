@@ -7840,8 +7840,8 @@ end
 -- text_config itself (M.TEXT_CONFIG_BUILDERS); a type that names its
 -- shape otherwise (DBRX's d_model) and builds what text_config says is
 -- left alone.
-local SHAPE_FIELD = { num_hidden_layers = "num_layers", hidden_size = "hidden_size",
-  intermediate_size = "ffn_hidden_size", num_attention_heads = "num_attention_heads" }
+local SHAPE_FIELD = {} -- config key -> model field (M.CONFIG_KEY reversed)
+for f, k in pairs(M.CONFIG_KEY) do SHAPE_FIELD[k] = f end
 local function flat_text_config(cfg, mt, source, model)
   local text = cfg.text_config
   if M.TEXT_CONFIG_BUILDERS[mt] or type(text) ~= "table" or #text > 0 then return end

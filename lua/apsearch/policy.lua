@@ -808,6 +808,24 @@ function M.device_preset_name(name)
   return nil, false
 end
 
+-- The device names suggested for an unknown one, v: the preset names it
+-- begins ("a100": the A100's two); else the short names one edit away
+-- (M.DEVICE_ALIASES: "h10O": "h100", "h20O": "h200"), then the preset
+-- names that are near, or else the short names that are ("hh100"); three
+-- at most.
+local function device_hints(v, names)
+  local aliases = util.sorted_keys(M.DEVICE_ALIASES)
+  local hint, listed = {}, {}
+  local function add(n) if #hint < 3 and not listed[n] then hint[#hint + 1], listed[n] = n, true end end
+  for _, n in ipairs(names) do if n:sub(1, #v) == v:lower() then add(n) end end
+  if #hint > 0 then return hint end
+  for _, a in ipairs(aliases) do if suggest.distance(v, a, 1) <= 1 then add(a) end end
+  local named = suggest.closest(v, names)
+  if #named == 0 and #hint == 0 then named = suggest.closest(v, aliases) end
+  for _, n in ipairs(named) do add(n) end
+  return hint
+end
+
 function Norm:device(v, path)
   if type(v) == "string" then
     local core = require "apsearch.core"
@@ -841,21 +859,7 @@ function Norm:device(v, path)
         self:fail(path, ("unknown device preset; did you mean the cluster %q (DEVICE:NODES[xGPUS]: %d GPUs)?")
           :format(spec, k), v)
       end
-      -- the preset names the word begins ("a100": the A100's two); else
-      -- the short names one edit away ("h10O": "h100", "h20O": "h200"),
-      -- then the preset names that are near, or else the short names that
-      -- are ("hh100"), three at most
-      local aliases = util.sorted_keys(M.DEVICE_ALIASES)
-      local hint, listed = {}, {}
-      local function add(n) if #hint < 3 and not listed[n] then hint[#hint + 1], listed[n] = n, true end end
-      for _, n in ipairs(names) do if n:sub(1, #v) == v:lower() then add(n) end end
-      if #hint == 0 then
-        for _, a in ipairs(aliases) do if suggest.distance(v, a, 1) <= 1 then add(a) end end
-        local named = suggest.closest(v, names)
-        if #named == 0 and #hint == 0 then named = suggest.closest(v, aliases) end
-        for _, n in ipairs(named) do add(n) end
-      end
-      local mean = suggest.did_you_mean_of(hint)
+      local mean = suggest.did_you_mean_of(device_hints(v, names))
       local problem = "unknown device preset" .. (mean and ("; " .. mean) or "")
       self:fail(path, (no_preset_problem(v) or problem) ..
         " (known: " .. table.concat(names, ", ") .. ")", v)

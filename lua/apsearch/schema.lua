@@ -607,6 +607,15 @@ function M.check_value(kind, v, fail)
   return v
 end
 
+-- The section (training, model, cluster) that has a field named key,
+-- other than `except`, or nil.
+local function section_of(key, except)
+  for _, part in ipairs({ "training", "model", "cluster" }) do
+    if part ~= except and M[part][key] ~= nil then return part end
+  end
+  return nil
+end
+
 --- Parallel degrees as the frameworks name them, and the strategy
 -- dimension each is: TorchTitan's `parallelism` section (torchtitan/
 -- config/configs.py @ b5bcd76c), Megatron-LM's arguments
@@ -641,12 +650,8 @@ function M.placement(key, section)
     local what = dim == key and "a strategy dimension" or ("the strategy dimension " .. dim)
     return ("%q is %s: --fix %s=VALUE (search_space.%s in a policy file)"):format(key, what, dim, dim)
   end
-  for _, part in ipairs({ "training", "model", "cluster" }) do
-    if part ~= section and M[part][key] ~= nil then
-      return ("%q is a %s field: --set %s.%s=VALUE"):format(key, part, part, key)
-    end
-  end
-  return nil
+  local part = section_of(key, section)
+  return part and ("%q is a %s field: --set %s.%s=VALUE"):format(key, part, part, key)
 end
 
 --- Where a name that is no strategy field belongs, for the message that
@@ -656,12 +661,8 @@ end
 -- @tparam string key the name as given
 -- @treturn string|nil
 function M.elsewhere(key)
-  for _, part in ipairs({ "training", "model", "cluster" }) do
-    if type(M[part]) == "table" and M[part][key] ~= nil then
-      return ("it is a %s field: --set %s.%s=VALUE"):format(part, part, key)
-    end
-  end
-  return nil
+  local part = section_of(key)
+  return part and ("it is a %s field: --set %s.%s=VALUE"):format(part, part, key)
 end
 
 return M

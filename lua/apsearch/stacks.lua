@@ -445,8 +445,10 @@ end
 --     wheels' cuDNN crosses it from 2.11: huggingface/transformers#48163).
 --     TorchTitan's 2024 runs straddle that change (2.5's nightlies
 --     preferred cuDNN on H100): no profile, the preset's fitted value.
-M.H100_CUDNN_ATTENTION = M.attention_efficiency(529, 518, 989)
-M.H100_FA2_ATTENTION = M.attention_efficiency(333, 318, 989)
+M.H100_CUDNN_TFLOPS = { fwd = 529, bwd = 518 }
+M.H100_FA2_TFLOPS = { fwd = 333, bwd = 318 }
+M.H100_CUDNN_ATTENTION = M.attention_efficiency(M.H100_CUDNN_TFLOPS.fwd, M.H100_CUDNN_TFLOPS.bwd, 989)
+M.H100_FA2_ATTENTION = M.attention_efficiency(M.H100_FA2_TFLOPS.fwd, M.H100_FA2_TFLOPS.bwd, 989)
 
 --- PyTorch's FlexAttention on H100, as a multiple of FlashAttention-2's
 -- rate: its forward "~25% faster than FlashAttention2", its backward
@@ -458,7 +460,8 @@ M.H100_FA2_ATTENTION = M.attention_efficiency(333, 318, 989)
 -- here; no head-dim or sequence-length split of the averages is taken.
 M.FLEX_OVER_FA2_FWD_H100 = 1.25
 M.FLEX_OVER_FA2_BWD_H100 = 1.03
-M.H100_FLEX_ATTENTION = M.attention_efficiency(333 * M.FLEX_OVER_FA2_FWD_H100, 318 * M.FLEX_OVER_FA2_BWD_H100, 989)
+M.H100_FLEX_ATTENTION = M.attention_efficiency(M.H100_FA2_TFLOPS.fwd * M.FLEX_OVER_FA2_FWD_H100,
+  M.H100_FA2_TFLOPS.bwd * M.FLEX_OVER_FA2_BWD_H100, 989)
 
 --- The Hopper parts' entry of a stack profile: the attention kernel's
 -- efficiency on the GH100 die (the H100 SXM5 the benchmark ran, the H200

@@ -870,8 +870,7 @@ function M.fit_probe_text(result)
     local below = fp.not_on and string.format(", not on %s", M.commas(fp.not_on)) or ""
     local how = fp.in_host and "the host's GPUs doubled" or "host counts doubled, then bisected"
     -- a host using part of its board grown to whole boards first (cli host_fit): said, the host size changed
-    local per = tonumber(tostring(fp.cluster):match("x(%d+)$"))
-    local run_per = ((result.inputs or {}).cluster or {}).devices_per_node
+    local per, run_per = fp.per_node, ((result.inputs or {}).cluster or {}).devices_per_node
     if not fp.in_host and per and run_per and per ~= run_per then
       how = ("hosts of %d GPUs, the whole board (the run's used %d), host counts doubled, then bisected"):format(
         per, math.tointeger(run_per) or run_per)

@@ -1853,10 +1853,7 @@ local function cmd_estimate(args)
   end
 
   if est.feasible then
-    local dev = inputs.cluster.device
-    local iv = require("apsearch.intervals").of_estimate(est.step_time, est.mem_peak,
-      inputs.training.framework, dev.base or dev.name, inputs.training.precision,
-      (inputs.model.num_experts or 0) > 0, inputs.model)
+    local iv = require("apsearch.intervals").for_estimate(est, inputs)
     est.step_time_interval, est.mem_peak_interval = iv.step_time, iv.mem_peak
   end
   if opts.trace then write_trace(opts.trace, ctx, s, est, inputs, opts.quiet) end

@@ -193,6 +193,23 @@ function M.model_caveats(model, framework)
   return out
 end
 
+--- Where the runs that ran out of memory under CUDA graphs of the whole
+-- iteration were estimated, as fractions of the memory limit: the four
+-- Qwen3-30B-A3B MXFP8 layouts on 8 B200 of Megatron-Bridge pull request
+-- 5356 ("OOMs at every workable config"; mw01-mw04 of
+-- tests/fixtures/memory/public_memory_cases.csv: 88.2-159.4 GiB of device
+-- memory in use against a 178.1 GiB limit).  The capture's private pool is
+-- not priced (docs/modeling.md "Full-iteration CUDA graphs"), so no
+-- interval factor covers such a peak: `M.FULL_GRAPH_CAVEAT` says so.
+M.FULL_GRAPH_OOM_AT = { lo = 0.50, hi = 0.90 }
+
+--- The peak-memory interval's caveat of an estimate priced with CUDA
+-- graphs of the whole iteration (M.FULL_GRAPH_OOM_AT).
+M.FULL_GRAPH_CAVEAT = ("CUDA graphs of the whole iteration: the memory pool the capture keeps is not in this "
+  .. "peak, and the 4 published runs with them that ran out of memory were estimated at %.0f-%.0f %% of "
+  .. "the memory limit (docs/accuracy.md): this peak does not say the strategy fits"):format(
+  100 * M.FULL_GRAPH_OOM_AT.lo, 100 * M.FULL_GRAPH_OOM_AT.hi)
+
 --- Step-time and peak-memory intervals of an estimate from the shipped
 -- residual table (nil fields when no table is installed).
 -- @tparam number step_time s
@@ -207,9 +224,12 @@ end
 --   of its held-out runs on the device when outside the interval
 --   (apsearch.evidence), become the step time interval's `caveats`
 --   (absent when none)
+-- @tparam[opt] string graph_scope the CUDA graph scope the estimate
+--   priced (ctx:estimate's `cuda_graph_scope`): `full_iteration` gives
+--   the memory interval M.FULL_GRAPH_CAVEAT as its `caveats`
 -- @treturn table {step_time = interval|nil, mem_peak = interval|nil}; the
 --   memory interval is the framework's class when the table has one
-function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, model)
+function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, model, graph_scope)
   local d = table_data()
   if not d then return {} end
   local class = moe and M.MOE_CLASS or M.class_of(framework, device, precision)
@@ -220,7 +240,20 @@ function M.of_estimate(step_time, mem_peak, framework, device, precision, moe, m
     require("apsearch.evidence").caveat(model, device, framework, st.lo / step_time, st.hi / step_time)
   if held then caveats[#caveats + 1] = held end
   if st and #caveats > 0 then st.caveats = caveats end
-  return { step_time = st, mem_peak = M.interval(mem_peak, d.mem_peak, tostring(framework)) }
+  local mp = M.interval(mem_peak, d.mem_peak, tostring(framework))
+  if mp and graph_scope == "full_iteration" then mp.caveats = { M.FULL_GRAPH_CAVEAT } end
+  return { step_time = st, mem_peak = mp }
+end
+
+--- M.of_estimate of a core estimate under the inputs it was made with.
+-- @tparam table est ctx:estimate's result (step_time [s], mem_peak
+--   [bytes], cuda_graph_scope)
+-- @tparam table inputs `ctx:inputs()` (model, cluster.device, training)
+-- @treturn table as M.of_estimate
+function M.for_estimate(est, inputs)
+  local dev, tr = inputs.cluster.device, inputs.training
+  return M.of_estimate(est.step_time, est.mem_peak, tr.framework, dev.base or dev.name, tr.precision,
+    (inputs.model.num_experts or 0) > 0, inputs.model, est.cuda_graph_scope)
 end
 
 return M

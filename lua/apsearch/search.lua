@@ -1022,8 +1022,7 @@ function M.run(policy, opts)
     local est = ctx:estimate(entry.strategy)
     local rec = topk_record(rank, est, inputs.cluster.device.memory_bytes, inputs.training)
     local dev = inputs.cluster.device
-    local iv = intervals.of_estimate(est.step_time, est.mem_peak, inputs.training.framework,
-      dev.base or dev.name, inputs.training.precision, (inputs.model.num_experts or 0) > 0, inputs.model)
+    local iv = intervals.for_estimate(est, inputs)
     rec.performance_cost.step_time_interval = iv.step_time
     rec.memory_cost.total_interval = iv.mem_peak
     rec.performance_cost.mfu_above_published = intervals.above_published(est.mfu,

@@ -900,6 +900,10 @@ describe("a new user's findings", function()
     local note = common.full_graph_note(r)
     assert.truthy(note:find("^every rank: CUDA graphs of the whole iteration %(Megatron%-Core captures"), note)
     assert.truthy(note:find("cuda_graph_scope layer was asked", 1, true), note)
+    assert.truthy(note:find("ran out of memory estimated at 50-90 % of the limit", 1, true), note)
+    -- the memory interval carries it too (intervals.FULL_GRAPH_CAVEAT)
+    local mi = r.top_k_strategies[1].memory_cost.total_interval
+    assert.are.same({ require("apsearch.intervals").FULL_GRAPH_CAVEAT }, mi.caveats)
     -- asked for: no "switched" part
     r.inputs.training.cuda_graph_scope = "full_iteration"
     assert.is_nil(common.full_graph_note(r):find("was asked", 1, true))

@@ -347,6 +347,15 @@ describe("public_memory_cases.csv", function()
     -- the smallest full-iteration layout that ran out of memory is
     -- estimated under half the B200's 178 GiB limit
     assert.is_true(gib("mw04") < 0.5 * cases.mw04.predicted.mem_limit_gib)
+    -- and what the caveat of a full-iteration peak states is these four
+    -- rows' estimates over the limit, in whole percent (49.6 and 89.5 %)
+    local lo, hi = math.huge, -math.huge
+    for _, id in ipairs({ "mw01", "mw02", "mw03", "mw04" }) do
+      local f = gib(id) / cases[id].predicted.mem_limit_gib
+      lo, hi = math.min(lo, f), math.max(hi, f)
+    end
+    local at = require("apsearch.intervals").FULL_GRAPH_OOM_AT
+    assert.are.same({ 100 * at.lo, 100 * at.hi }, { math.floor(100 * lo + 0.5), math.floor(100 * hi + 0.5) })
     -- Llama 3 70B SFT: VPP 10 (trained) is estimated below VPP 5 (OOM)
     assert.is_true(gib("ml03") < gib("ml01"))
   end)

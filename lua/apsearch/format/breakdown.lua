@@ -219,6 +219,9 @@ function M.format(est, inputs, stack)
     end
     rows[#rows + 1] = { "limit", g(est.mem_limit), common.limit_text(inputs and inputs.training) }
     out[#out + 1] = (common.align({ "category", "GiB", "" }, rows, { false, true, false }):gsub("\n$", ""))
+    for _, c in ipairs(mi and mi.caveats or {}) do
+      out[#out + 1] = common.fold_text("  " .. c, require("apsearch.format.table").max_width)
+    end
   end
 
   local pb = est.performance_breakdown

@@ -832,8 +832,10 @@ function M.full_graph_note(result)
   local switched = asked == "full_iteration" and "" or
     (" (Megatron-Core captures the whole iteration under full recompute or CPU offloading; "
       .. "cuda_graph_scope " .. tostring(asked) .. " was asked)")
+  local at = require("apsearch.intervals").FULL_GRAPH_OOM_AT
   return string.format("%s: CUDA graphs of the whole iteration%s, priced without host time; the memory "
-    .. "pool the capture keeps is not in the peak, so a fit near the limit is not one to bet on", which, switched)
+    .. "pool the capture keeps is not in the peak (published runs with them ran out of memory estimated at "
+    .. "%.0f-%.0f %% of the limit), so a fit is not one to bet on", which, switched, 100 * at.lo, 100 * at.hi)
 end
 
 --- What the fit probe found when nothing fits (`result.fit_probe`, set

@@ -1419,7 +1419,9 @@ function M.parse_strategy(list)
       if name == "recompute_modules" and v:find(":", 1, true) then
         util.fail("--strategy", typed, "expected module names joined by '/' (e.g. mlp/core_attn), not ':'", v)
       end
-      if v:find(":", 1, true) then
+      if name == "stage_partition" and schema.layers_cell(v) then
+        value = schema.layers_cell(v)
+      elseif v:find(":", 1, true) then
         value = {}
         for part in v:gmatch("[^:]+") do value[#value + 1] = util.parse_scalar(part) end
       elseif kind == "bool" then

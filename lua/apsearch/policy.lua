@@ -473,6 +473,7 @@ function M.fix_field(key, value)
   -- (stage_partition=27:27:26, recompute_num_layers=2:2:2:2): one value of
   -- the dimension, as --strategy reads it (a comma list: one array each)
   local function colons(v)
+    if dim == "stage_partition" and schema.layers_cell(v) then return util.array(schema.layers_cell(v)) end
     if type(v) ~= "string" or not v:find(":", 1, true) or dim == "recompute_modules" then return v end
     local a = util.array()
     for part in v:gmatch("[^:]+") do a[#a + 1] = util.parse_scalar(part) end

@@ -309,7 +309,36 @@ M.strategy_short = {
   cp_comm = "cp_comm_type", zero = "zero_stage", ep = "ep_degree", etp = "etp_degree",
   reshard = "reshard_after_forward", mbs = "micro_batch_size", mbn = "micro_batch_num",
   recompute = "layer_recompute", dispatcher = "moe_token_dispatcher", capacity = "moe_capacity_factor",
+  -- the tables' "layers" column (format.table.split_text, read back by
+  -- M.layers_cell)
+  layers = "stage_partition",
 }
+
+--- The layers per pipeline rank as the tables' `layers` column writes
+-- them (apsearch.format.table.split_text: "7+14x8+7" is 7, then 14 ranks
+-- of 8, then 7), read back as a stage_partition array, so a `layers=`
+-- cell pastes into `--strategy` and `--fix`.
+-- @param v a value as given (any type)
+-- @treturn table|nil the layer counts per rank, or nil when v is not a
+--   string of that form with at least one `+` or `x` (then v is read as
+--   any stage_partition value is)
+function M.layers_cell(v)
+  if type(v) ~= "string" or not v:find("[+x]") or not v:match("^[%dx+]+$") then return nil end
+  local out = {}
+  for term in (v .. "+"):gmatch("([^+]*)%+") do
+    local n, layers = term:match("^(%d+)x(%d+)$")
+    if n then
+      -- a count bounded as the pipeline's model chunks are
+      if tonumber(n) < 1 or tonumber(n) > require("apsearch.core").MAX_STAGES then return nil end
+      for _ = 1, tonumber(n) do out[#out + 1] = math.tointeger(tonumber(layers)) end
+    elseif term:match("^%d+$") then
+      out[#out + 1] = math.tointeger(tonumber(term))
+    else
+      return nil
+    end
+  end
+  return out
+end
 
 --- Search dimensions, in enumeration order (outermost first).
 M.dimensions = {

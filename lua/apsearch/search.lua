@@ -404,8 +404,9 @@ end
 -- the core prices full recompute for this model and framework).
 -- @tparam table policy normalized policy
 -- @tparam table inputs the context's inputs (ctx:inputs())
--- @tparam[opt] userdata ctx the core context (without one, full recompute
---   is taken as priced)
+-- @tparam userdata ctx the core context: it says whether full recompute
+--   runs (without that, "none" would be walked as full recompute of no
+--   layer, which a refused full recompute then filters)
 -- @treturn table the space object
 function M.space_of(policy, inputs, ctx)
   -- the probe of full recompute: a strategy the training's own settings
@@ -420,7 +421,7 @@ function M.space_of(policy, inputs, ctx)
     num_layers = inputs.model.num_layers, framework = inputs.training.framework,
     training = inputs.training, num_experts = inputs.model.num_experts,
     topk_shared = space_mod.shares_topk(inputs.model),
-    full_recompute = ctx == nil or ctx:check("framework", probe, false),
+    full_recompute = ctx:check("framework", probe, false),
   })
 end
 

@@ -154,6 +154,29 @@ describe("estimate --from result.json --rank N", function()
     refused('--strategy: tp_degree: given twice (got "4")', "estimate", "--strategy", "tp=2 tp_degree=4")
   end)
 
+  it("takes the table's folded line and layers cell as they are printed", function()
+    -- "layers" is the table's run-length split (format.table.split_text)
+    assert.are.same({ pp_degree = 16, stage_partition = { 7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7 } },
+      cli.parse_strategy({ "pp=16 layers=7+14x8+7" }))
+    assert.are.same({ stage_partition = { 16, 16, 16, 13 } }, cli.parse_strategy({ "layers=3x16+13" }))
+    refused("--strategy: layers: expected a non-empty array of integers", "estimate", "--strategy", "layers=3x16+")
+    local policy = require "apsearch.policy"
+    local k, v = policy.fix_field("layers", "2x24")
+    assert.are.equal("stage_partition", k)
+    assert.are.same({ { 24, 24 } }, v)
+    -- the "same for every row" line spells joined cells as fields (a new
+    -- user pasted "cp comm=all_gather" and "ep=32 x etp 1": not pairs)
+    local tbl = require "apsearch.format.table"
+    assert.are.equal("cp_comm=all_gather", tbl.same_pair("cp comm", "all_gather"))
+    assert.are.equal("ep=32 etp=1", tbl.same_pair("ep", "32 x etp 1"))
+    assert.are.equal("ep=8", tbl.same_pair("ep", "8"))
+    assert.are.equal("dispatcher=alltoall capacity=1.25", tbl.same_pair("dispatcher", "alltoall cap 1.25"))
+    assert.are.equal("schedule=1f1b mbgroup=5", tbl.same_pair("schedule", "1f1b g5"))
+    assert.are.same({ cp_comm_type = "all_gather", ep_degree = 32, etp_degree = 1, moe_token_dispatcher = "alltoall",
+      moe_capacity_factor = 1.25, pp_schedule = "1f1b", microbatch_group_size = 5 },
+      cli.parse_strategy({ "cp_comm=all_gather ep=32 etp=1 dispatcher=alltoall capacity=1.25 schedule=1f1b mbgroup=5" }))
+  end)
+
   it("reads an --out directory's result.json", function()
     local code, _, err = H.apsearch("run", "--top-k", "1", "--quiet", "--out", dir .. "/set", "--candidates", "none")
     assert.are.equal(0, code, err)

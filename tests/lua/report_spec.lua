@@ -457,6 +457,20 @@ describe("AP-DENSE-08: the report file", function()
     assert.is_nil(text:find("<link", 1, true))
   end)
 
+  it("lists a built policy's defaults lines under the notes on the inputs, before the import's notes", function()
+    -- a report shared without the terminal's log kept the MoE defaults
+    -- and the batch rule to itself (newuser, 2026-12-07)
+    local r2 = run()
+    r2.inputs.defaults = { "defaults: global batch 2048 x 4096 <rule>" }
+    r2.inputs.notes = { "a note" }
+    local text = html.render(r2, {})
+    local box = text:match('<div class="notice" id="notes">(.-)</div>')
+    assert.truthy(box, "notes box")
+    assert.truthy(box:find("<li>defaults: global batch 2048 x 4096 &lt;rule&gt;</li><li>a note</li>", 1, true), box)
+    r2.inputs.notes = nil
+    assert.truthy(html.render(r2, {}):find("<li>defaults: global batch", 1, true))
+  end)
+
   it("says plainly that the charts need ECharts when the script is missing", function()
     local text = html.render(r, { echarts_missing = "looked for /x" })
     assert.truthy(text:find('id="no-echarts"', 1, true))

@@ -208,6 +208,41 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.is_true(seen > 0)
   end)
 
+  it("walks no recompute apart when the training refuses full recompute (the EP overlap) #bulk", function()
+    -- --overlap-moe-expert-parallel-comm refuses full recompute, so the
+    -- search walks "none" apart; the walk of why_left had merged it into
+    -- "full" and called strategies that still run FRAMEWORK_UNSUPPORTED
+    -- (newuser, 2026-12-07: DeepSeek-V3 on 256 GB200)
+    local dir = H.tmpdir() .. "/ov"
+    local code, _, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "gb200:64", "--quiet",
+      "--top-k", "10", "--out", dir)
+    assert.are.equal(0, code, err)
+    local base10 = cjson.decode(read(dir .. "/result.json"))
+    local out
+    code, out, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "gb200:64", "--quiet",
+      "--format", "json", "--top-k", "5", "--set", "training.overlap_moe_expert_parallel_comm=true",
+      "--baseline", dir .. "/result.json")
+    assert.are.equal(0, code, err)
+    local r = cjson.decode(out)
+    local last = r.top_k_strategies[5].performance_cost.step_time
+    local kinds = {}
+    for _, e in ipairs(r.baseline_diff.top_k.left) do
+      local was = base10.top_k_strategies[e.rank]
+      assert.are.equal("none", was.layer_recompute)
+      -- Megatron asserts a virtual pipeline under the overlap when pp > 1
+      -- (transformer_config.py): those are filtered, the others outranked
+      if was.pp_degree > 1 and was.vpp_degree == 1 then
+        assert.are.equal("filtered", e.why.kind, e.why.text)
+        assert.are.equal("FRAMEWORK_UNSUPPORTED", e.why.reason, e.why.text)
+      else
+        assert.are.equal("outranked", e.why.kind, e.why.text)
+        assert.is_true(e.why.step_time >= last, e.why.text)
+      end
+      kinds[e.why.kind] = true
+    end
+    assert.is_true(kinds.outranked and kinds.filtered)
+  end)
+
   it("says why each strategy left: not in the space, outranked, or filtered by which reason", function()
     -- a narrower space: the strategies with another tp_degree are not in it
     local code, out, err = apsearch("run", "examples/llama3_8b_h100.lua", "--quiet", "--format", "json",

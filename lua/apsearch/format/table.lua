@@ -132,6 +132,36 @@ end
 
 local function yn(b) return b and "on" or "off" end
 
+-- a folded cell's text as the strategy fields --strategy and --fix take
+-- back (schema.strategy_short): the cells that join two fields split
+-- ("64 x etp 1", "alltoall cap 1.25", "1f1b g5"), the two-word header
+-- spelt as the field's short name
+local SAME_PAIR = {
+  ["cp comm"] = function(v) return "cp_comm=" .. v end,
+  ep = function(v)
+    local ep, etp = v:match("^(%d+) x etp (%d+)$")
+    return ep and ("ep=" .. ep .. " etp=" .. etp) or ("ep=" .. v)
+  end,
+  dispatcher = function(v)
+    local d, cf = v:match("^(%S+) cap (%S+)$")
+    return d and ("dispatcher=" .. d .. " capacity=" .. cf) or ("dispatcher=" .. v)
+  end,
+  schedule = function(v)
+    local sched, g = v:match("^(%S+) g(%d+)$")
+    return sched and ("schedule=" .. sched .. " mbgroup=" .. g) or ("schedule=" .. v)
+  end,
+}
+
+--- A column folded into the "same for every row" line as `key=value`
+-- pairs that `estimate --strategy` and `run --fix` take as they are.
+-- @tparam string header the column's header (M.rows)
+-- @tparam string value its cell text, the same on every row
+-- @treturn string
+function M.same_pair(header, value)
+  local f = SAME_PAIR[header]
+  return f and f(value) or (header .. "=" .. value)
+end
+
 --- Rows of the top-k table (cells as strings), for reuse.
 -- @tparam table result search result
 -- @treturn table headers
@@ -307,7 +337,7 @@ function M.table_text(result, opts)
   for _, r in ipairs(result.top_k_strategies or {}) do if r.pareto_front then fronts = true end end
   local keep, folded = M.fold_columns(headers, rows, function(j) return FOLDABLE[j] end)
   local same = {}
-  for n, hv in ipairs(folded) do same[n] = hv[1] .. "=" .. hv[2] end
+  for n, hv in ipairs(folded) do same[n] = M.same_pair(hv[1], hv[2]) end
   local h, rr, rt = {}, {}, {}
   for n, j in ipairs(keep) do h[n], rt[n] = headers[j], right[j] end
   if fronts then table.insert(h, 2, "front") table.insert(rt, 2, true) end

@@ -1268,11 +1268,21 @@ function M.render(c)
   if (tr.mtp_num_layers or 0) > 0 then
     -- HEAD's DeepSeek-V3 has it (model_registry(num_mtp_layers = N) with
     -- MTPLoss: torchtitan/models/deepseek_v3/MTP.md, __init__.py:323 @
-    -- b5bcd76c6); this file does not build it
-    N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: this file keeps model_registry's " ..
-      "num_mtp_layers 0 (HEAD's DeepSeek-V3 trains multi-token prediction with num_mtp_layers and MTPLoss, " ..
-      "torchtitan/models/deepseek_v3/MTP.md), so the job trains without it: less time and memory than estimated",
-      tr.mtp_num_layers))
+    -- b5bcd76c6), but not under pipeline or context parallelism (MTP.md's
+    -- TODO: "enabling MTP with PP / CP should remain unsupported"); this
+    -- file does not build it
+    local without = "--set training.mtp_num_layers=0 estimates the job this file trains"
+    if (r.pp_degree or 1) > 1 or (r.cp_degree or 1) > 1 then
+      N("NOT EXPRESSIBLE in TorchTitan", string.format("training.mtp_num_layers = %d with %s: HEAD's " ..
+        "DeepSeek-V3 trains multi-token prediction (num_mtp_layers, MTPLoss) only without pipeline and " ..
+        "context parallelism (torchtitan/models/deepseek_v3/MTP.md, TODO); %s", tr.mtp_num_layers,
+        (r.pp_degree or 1) > 1 and ("pp_degree = " .. r.pp_degree) or ("cp_degree = " .. r.cp_degree), without))
+    else
+      N("NOT WRITTEN", string.format("training.mtp_num_layers = %d: this file keeps model_registry's " ..
+        "num_mtp_layers 0 (HEAD's DeepSeek-V3 trains multi-token prediction with num_mtp_layers and MTPLoss, " ..
+        "torchtitan/models/deepseek_v3/MTP.md), so the job trains without it: less time and memory than " ..
+        "estimated; %s", tr.mtp_num_layers, without))
+    end
   end
   local function import(mod, name)
     assert(TT.imports[mod] and TT.imports[mod][name], "torchtitan: not an import at the commit: " .. mod .. "." .. name)

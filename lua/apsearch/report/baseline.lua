@@ -410,7 +410,7 @@ function M.why_left(left, result, policy)
   -- core's checks and estimate (a policy's own rules are not re-run)
   local ctx = search.context(policy)
   local inputs = ctx:inputs()
-  local sp = search.space_of(policy, inputs)
+  local sp = search.space_of(policy, inputs, ctx)
   local k = {}
   for cand in sp:iter() do
     for i, f in ipairs(MATCH) do k[i] = field_key(cand, f) end

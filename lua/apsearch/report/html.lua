@@ -1050,10 +1050,13 @@ function M.render(result, opts)
   end
   P("</div>\n")
   -- the import's notes (stderr's "note:" lines): what the estimate does
-  -- not price or count, beside the inputs they qualify
-  if #(inp.notes or {}) > 0 then
+  -- not price or count, beside the inputs they qualify; and a built
+  -- policy's "defaults:" lines (inputs.defaults): what the step times
+  -- assume that the user did not say
+  if #(inp.notes or {}) > 0 or #(inp.defaults or {}) > 0 then
     local items = {}
-    for _, n in ipairs(inp.notes) do items[#items + 1] = "<li>" .. esc(n) .. "</li>" end
+    for _, n in ipairs(inp.defaults or {}) do items[#items + 1] = "<li>" .. esc(n) .. "</li>" end
+    for _, n in ipairs(inp.notes or {}) do items[#items + 1] = "<li>" .. esc(n) .. "</li>" end
     P("<div class=\"notice\" id=\"notes\"><b>Notes on the inputs</b><ul>" .. table.concat(items) .. "</ul></div>\n")
   end
 

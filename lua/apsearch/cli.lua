@@ -1771,7 +1771,9 @@ local FROM_EXCLUDES = { "POLICY", "strategy", "model", "cluster", "set", "calibr
 
 -- the policy, context and strategy of `estimate --from RESULT --rank N`
 local function strategy_from_result(opts)
-  if opts.rank == nil then util.fail("--from", "rank", "needs --rank N (a top-k rank of the result)", opts.from) end
+  if opts.rank == nil then
+    util.fail("--from", opts.from, "needs --rank N as well (the top-k rank of this result to estimate)", nil, false)
+  end
   for _, k in ipairs(FROM_EXCLUDES) do
     local v = opts[k]
     if v ~= nil and not (type(v) == "table" and #v == 0) then

@@ -51,7 +51,8 @@ function M.load(path)
   if not text then fail(path, "cannot read the file (" .. tostring(err):gsub("^[^:]*: ", "") .. ")") end
   local ok, r = pcall(require("apsearch.format.json").decode, text)
   if not ok or type(r) ~= "table" then
-    fail(path, "not JSON (" .. tostring(r):gsub("\n.*", ""):gsub("^[^:]*%.lua:%d+: ", "") .. ")")
+    fail(path, "not JSON (" .. tostring(r):gsub("\n.*", ""):gsub("^[^:]*%.lua:%d+: ", "") .. "): give a run's " ..
+      "result.json or its --out directory")
   end
   local version = require("apsearch.search").schema_version
   if r.schema_version == nil or type(r.top_k_strategies) ~= "table" or type(r.inputs) ~= "table" then

@@ -519,6 +519,10 @@ function M.run(policy, opts)
   local by_evaluate = fast and n_cheap == 0 and opts.fast_checks ~= "check"
 
   local space = M.space_of(policy, inputs, ctx)
+  -- a pinned expert degree no candidate can have: the input's error, not
+  -- "no feasible strategy" with advice about the other dimensions
+  local ep_bad = space_mod.ep_refusal(policy.search_space.dims, inputs.model.num_experts)
+  if ep_bad then error(string.format("%s: %s", policy.file or "policy", ep_bad), 0) end
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
   local space_size, stopped = space:size(cap)
   if space_size > cap then

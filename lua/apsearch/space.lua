@@ -202,6 +202,29 @@ M.fields = { "dp_degree", "fsdp_degree", "zero_stage", "reshard_after_forward",
   "microbatch_group_size" }
 
 --- The MoE strategy fields, carried by the candidates of MoE models only.
+--- Why a space's expert-parallel degrees cannot run at all: every listed
+-- `ep_degree` leaves the experts unevenly split (Megatron-LM asserts
+-- num_experts % expert_model_parallel_size == 0, arguments.py; TorchTitan
+-- shards the experts' first dimension evenly), so no candidate of the
+-- space can pass, whatever the other degrees.
+-- @tparam table dims the search space's dimensions (`ep_degree`: a list)
+-- @tparam integer num_experts the model's routed experts (0: dense)
+-- @treturn string|nil the reason, naming the values and the divisors
+function M.ep_refusal(dims, num_experts)
+  local given = dims and dims.ep_degree
+  if (num_experts or 0) <= 0 or type(given) ~= "table" or #given == 0 then return nil end
+  for _, d in ipairs(given) do
+    if math.type(d) ~= "integer" or d < 1 or num_experts % d == 0 then return nil end
+  end
+  local divisors = {}
+  for d = 1, num_experts do if num_experts % d == 0 then divisors[#divisors + 1] = tostring(d) end end
+  local vals = {}
+  for i, d in ipairs(given) do vals[i] = tostring(d) end
+  return string.format("search_space.ep_degree = %s: divides none of the model's %d experts (Megatron-LM and "
+    .. "TorchTitan split them evenly over the expert-parallel ranks); the divisors are %s",
+    table.concat(vals, ","), num_experts, table.concat(divisors, ", "))
+end
+
 M.moe_fields = { "ep_degree", "etp_degree", "moe_token_dispatcher", "moe_capacity_factor",
   "moe_grouped_gemm" }
 

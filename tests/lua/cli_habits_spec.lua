@@ -1092,6 +1092,22 @@ describe("a new user's findings", function()
     assert.truthy(err:find("--fix: tp_degree: an empty entry in the list", 1, true), err)
   end)
 
+  it("refuses pinned expert degrees that divide none of the experts, naming the divisors (exit 2)", function()
+    -- every candidate failed EP_DIVISIBILITY or an earlier check: "no
+    -- feasible strategy" with advice about interleaving (newuser, 2026-12-07)
+    local err = err_line(apsearch("run", "-q", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:1",
+      "--fix", "ep=3,5"))
+    assert.truthy(err:find("search_space.ep_degree = 3,5: divides none of the model's 128 experts", 1, true), err)
+    assert.truthy(err:find("the divisors are 1, 2, 4, 8, 16, 32, 64, 128\n$"), err)
+    -- one value that divides: searched, the others filtered as before
+    local code, _, e2 = apsearch("run", "-q", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:1",
+      "--fix", "ep=3,8", "--top-k", "1", "--jobs", "1")
+    assert.are.equal(0, code, e2)
+    local space = require "apsearch.space"
+    assert.is_nil(space.ep_refusal({ ep_degree = { 3 } }, 0))
+    assert.is_nil(space.ep_refusal({}, 128))
+  end)
+
   it("says which settings --torchtitan-version changes in the estimate", function()
     local code, _, err = apsearch("run", "--torchtitan-version", "v0.2.2", "--set", "training.framework=fsdp2",
       "--top-k", "1", "--jobs", "1")

@@ -192,7 +192,9 @@ describe("estimate --from result.json --rank N", function()
     refused('--rank: rank: must be a positive integer (got "0")', "estimate", "--from", path, "--rank", "0")
     -- the value as typed (0x1 was said as "got 1"; a second breaker pass)
     refused('--rank: rank: must be a positive integer (got "0x1")', "estimate", "--from", path, "--rank", "0x1")
-    refused("--from: rank: needs --rank N", "estimate", "--from", path)
+    -- (the path was said as if it were the problem: "(got path)")
+    refused("--from: " .. path .. ": needs --rank N as well (the top-k rank of this result to estimate)",
+      "estimate", "--from", path)
     refused("--rank: rank: needs --from RESULT", "estimate", "--rank", "1")
     refused("--from: strategy: --strategy cannot be given with --from",
       "estimate", "--from", path, "--rank", "1", "--strategy", "tp_degree=2")
@@ -292,6 +294,8 @@ describe("estimate --from result.json --rank N", function()
 
   it("refuses a file that is not a result of apsearch run", function()
     refused("--from: " .. EX .. "llama3_8b_h100.lua: not JSON (",
+      "estimate", "--from", EX .. "llama3_8b_h100.lua", "--rank", "1")
+    refused("): give a run's result.json or its --out directory",
       "estimate", "--from", EX .. "llama3_8b_h100.lua", "--rank", "1")
     local code, out = H.apsearch("estimate", "--format", "json", "--quiet")
     assert.are.equal(0, code)

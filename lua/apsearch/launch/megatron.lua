@@ -1755,7 +1755,7 @@ function M.router_args(c, A, N)
         "tokens pooled (k times larger at the same coefficient)")
     end
   else
-    absent[#absent + 1] = "the load-balancing loss (the model gives no coefficient: " ..
+    absent[#absent + 1] = "the load-balancing loss (the model gives no coefficient above 0: " ..
       "--moe-aux-loss-coeff 0, no auxiliary loss" .. (sigmoid and "; balanced by the expert bias" or "") .. ")"
   end
   if m.moe_router_pre_softmax then

@@ -327,15 +327,14 @@ function M.layers_cell(v)
   local out = {}
   for term in (v .. "+"):gmatch("([^+]*)%+") do
     local n, layers = term:match("^(%d+)x(%d+)$")
-    if n then
-      -- a count bounded as the pipeline's model chunks are
-      if tonumber(n) < 1 or tonumber(n) > require("apsearch.core").MAX_STAGES then return nil end
-      for _ = 1, tonumber(n) do out[#out + 1] = math.tointeger(tonumber(layers)) end
-    elseif term:match("^%d+$") then
-      out[#out + 1] = math.tointeger(tonumber(term))
-    else
+    n, layers = math.tointeger(tonumber(n or "1")), math.tointeger(tonumber(layers or term))
+    -- counts past an integer, and more ranks than the pipeline's model
+    -- chunks can be, are not a cell the table wrote
+    if not (n and layers and term:match("^[%dx]+$")) or n < 1
+        or #out + n > require("apsearch.core").MAX_STAGES then
       return nil
     end
+    for _ = 1, n do out[#out + 1] = layers end
   end
   return out
 end

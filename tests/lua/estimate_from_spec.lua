@@ -160,6 +160,13 @@ describe("estimate --from result.json --rank N", function()
       cli.parse_strategy({ "pp=16 layers=7+14x8+7" }))
     assert.are.same({ stage_partition = { 16, 16, 16, 13 } }, cli.parse_strategy({ "layers=3x16+13" }))
     refused("--strategy: layers: expected a non-empty array of integers", "estimate", "--strategy", "layers=3x16+")
+    -- a count past an integer or past the pipeline's chunks: the value as typed
+    refused('--strategy: layers: expected a non-empty array of integers (one per pipeline stage; --strategy ' ..
+      'writes one with colons, 7:8:8:9) or "even" (got "2x99999999999999999999")', "estimate", "--strategy",
+      "layers=2x99999999999999999999")
+    local most = require("apsearch.core").MAX_STAGES
+    assert.is_nil(require("apsearch.schema").layers_cell((most + 1) .. "x1"))
+    assert.are.equal(most, #require("apsearch.schema").layers_cell((most - 1) .. "x1+1"))
     local policy = require "apsearch.policy"
     local k, v = policy.fix_field("layers", "2x24")
     assert.are.equal("stage_partition", k)

@@ -125,6 +125,15 @@ aps_cuda_graph_scope aps_cuda_graph_dropless_modules(const aps_model *m);
  *  d98e8a64, l.2800 and l.2854-2857; the launchers write so). */
 aps_cuda_graph_scope aps_cuda_graph_effective_scope(const aps_training *t,
                                                     const aps_strategy *s);
+/** What the CUDA graphs of estimate e (of s under t) capture: as
+ *  aps_cuda_graph_effective_scope of the strategy the estimate priced --
+ *  full recompute under auto_recompute that recomputes no layer on any
+ *  stage (e->stages[i].recompute_layers all 0) runs, and is priced, as no
+ *  recompute (estimate.c run_strategy), so it takes the training's own
+ *  scope, not the whole iteration. */
+aps_cuda_graph_scope aps_estimate_graph_scope(const aps_training *t,
+                                              const aps_strategy *s,
+                                              const aps_estimate *e);
 
 /** A model with routed experts or multi-head latent attention (issue 13),
  *  whose MoE and MLA terms moe.c adds to the dense estimate. */

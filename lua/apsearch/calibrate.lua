@@ -168,16 +168,25 @@ function M.fit(path, opts)
   return M.fit_rows(validate.load(path), path, opts)
 end
 
+--- The end of fit_rows' error for a row that cannot be estimated.
+M.BROKEN_ROW = " (fix or remove the row)"
+
 --- Fits the parameters to rows already read (validate.load).
 -- @param all array of rows (column -> string)
 -- @param label what the rows are, for messages and `fitted_on`
 -- @param opts {name = string, log = function(line), over_profile = boolean,
---   stack = string}: over_profile (the fits of `--group software`) fits and
+--   stack = string, skip_unestimated = boolean}: skip_unestimated (the
+--   folds of `validate --cv`, whose summary counts such rows as failed)
+--   skips a row that cannot be estimated with a log line instead of
+--   raising (a measured value or convention it cannot have still raises);
+--   over_profile (the fits of `--group software`) fits and
 --   applies the fields a row's stack profile sets (calibration.apply);
 --   without it a row informs none of them. stack: the one stack of all the
 --   rows (`--group software`), whose profile values the fit starts from
--- Rows that cannot be estimated, and runs marked as release gaps
--- (apsearch.stacks.release_gap), are skipped with a log line.
+-- Runs marked as release gaps (apsearch.stacks.release_gap) and rows
+-- without a measured throughput are skipped with a log line; a row that
+-- cannot be estimated raises `<label>: row <id>: <error> (fix or remove the
+-- row)`.
 -- @return calibration table; raises when no row measured throughput
 function M.fit_rows(all, label, opts)
   opts = opts or {}
@@ -187,12 +196,15 @@ function M.fit_rows(all, label, opts)
   local devices, evidence = {}, {}
   for _, row in ipairs(all) do
     local c = validate.run_case(row)
-    -- a measured value or convention the row cannot have is a broken
-    -- file, not a row to skip: the fit would be meaningless
-    if c.error and (c.error:match("^measured_") or c.error:match("^flops_convention ")) then
-      error(("%s: row %s: %s"):format(path, row.case_id, c.error), 0)
-    elseif c.error then
+    -- a row that cannot be estimated (a misspelt device, a value or
+    -- convention it cannot have) is a broken file, not a row to skip: the
+    -- fit would be of the other rows without a word (validate exits 2 on
+    -- the same file)
+    if c.error and opts.skip_unestimated and not (c.error:match("^measured_") or
+        c.error:match("^flops_convention ")) then
       log(("calibrate: skipping %s: %s"):format(row.case_id, c.error))
+    elseif c.error then
+      error(("%s: row %s: %s%s"):format(path, row.case_id, c.error, M.BROKEN_ROW), 0)
     elseif c.release_gap then
       -- it measures its release, not the device (apsearch.stacks.RELEASE_GAPS;
       -- `validate --cv` fits no fold on it either)
@@ -421,6 +433,8 @@ function M.fit_grouped(path, opts)
     if ok then
       result.stacks[id] = calib
       fitted = fitted + 1
+    elseif tostring(calib):find(M.BROKEN_ROW, 1, true) then
+      error(calib, 0) -- a row of the file that cannot be estimated
     else
       log(("calibrate: stack %s not fitted: %s"):format(id, tostring(calib)))
     end

@@ -204,7 +204,9 @@ function M.run(path, opts)
   local by = opts.by or "source"
   local log = opts.log or function() end
   local fit = opts.fit or function(rows, label)
-    return calibrate.fit_rows(rows, label, { log = log })
+    -- the rows that cannot be estimated are the file's failed cases
+    -- (summary.failed): no fold fits on them
+    return calibrate.fit_rows(rows, label, { log = log, skip_unestimated = true })
   end
   local rows = validate.load(path)
   local inside = validate.run(path)

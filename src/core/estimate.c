@@ -60,6 +60,21 @@ static const aps_strategy *run_strategy(const aps_strategy *s,
     return buf;
 }
 
+aps_cuda_graph_scope aps_estimate_graph_scope(const aps_training *t,
+                                              const aps_strategy *s,
+                                              const aps_estimate *e)
+{
+    aps_strategy buf = *s;
+    if (s->auto_recompute && s->layer_recompute == APS_RECOMPUTE_FULL) {
+        bool any = false;
+        for (int64_t i = 0; i < e->num_stages; i++)
+            any = any || e->stages[i].recompute_layers > 0;
+        if (!any)
+            buf.layer_recompute = APS_RECOMPUTE_NONE;
+    }
+    return aps_cuda_graph_effective_scope(t, &buf);
+}
+
 /** Memory and times of every stage into out->stages and sp; the stage
  *  with the most memory into out (worst_stage, mem, mem_peak). */
 static void run_stages(const aps_model *m, const aps_cluster *c,

@@ -319,19 +319,8 @@ aps_reason aps_check_recipe(const aps_training *t, const aps_strategy *s,
                 "(megatron/training/arguments.py)");
         return APS_REASON_FRAMEWORK_UNSUPPORTED;
     }
-    if (t->fp8_param_gather > 0 && !aps_prec_quantized(t->precision)) {
-        aps_fmt(msg, n, "fp8_param_gather needs an fp8, mxfp8 or nvfp4 "
-                "precision (got %s)", aps_precision_name(t->precision));
-        return APS_REASON_FRAMEWORK_UNSUPPORTED;
-    }
-    /* llm-foundry's FSDP1 has no fp8 all-gather (llmfoundry/utils/
-     * config_utils.py wraps te.Linear under FSDP FULL_SHARD) */
-    if (t->fp8_param_gather > 0 && t->framework == APS_FW_FSDP) {
-        aps_fmt(msg, n, "%s: fp8_param_gather does not exist in PyTorch "
-                "FSDP1 / llm-foundry (Megatron --fp8-param-gather, TorchTitan "
-                "enable_fsdp_float8_all_gather)", fw);
-        return APS_REASON_FRAMEWORK_UNSUPPORTED;
-    }
+    /* (fp8_param_gather without a quantized precision, or under FSDP1:
+     * the training's own inconsistency, aps_training_dependencies) */
     /* TorchTitan's full activation checkpointing and llm-foundry's wrap
      * each block on its own (torchtitan/distributed/
      * activation_checkpoint.py): groups of several layers are Megatron's

@@ -331,7 +331,8 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
  * needs bf16 weights beside an fp32 master (apex DistributedFusedAdam);
  * fsdp_impl = megatron_fsdp and suggested_communication_unit_size are
  * Megatron-LM's (--use-megatron-fsdp, megatron/training/arguments.py);
- * defer_fsdp_grad_sync is NeMo AutoModel's (FSDP2Config).
+ * defer_fsdp_grad_sync is NeMo AutoModel's (FSDP2Config); tp_comm_overlap
+ * under TorchTitan needs torch_compile (async TP is a compile pass).
  */
 /**
  * The sync-free MoE settings, refused as Megatron-LM refuses them
@@ -563,6 +564,30 @@ aps_status aps_training_dependencies(const aps_training *t, char *err,
     if (t->compile_loss == 1 && !(aps_profile(t)->logits_bytes_compiled > 0)) {
         aps_fmt(err, n, "training.compile_loss: %s has no compiled loss "
                 "(TorchTitan's compile.components = [\"loss\"], fsdp2)", fw);
+        return APS_EINVAL;
+    }
+    /* the weights gathered in fp8 need an fp8 recipe; llm-foundry's FSDP1
+     * has none (llmfoundry/utils/config_utils.py wraps te.Linear under
+     * FSDP FULL_SHARD) */
+    if (t->fp8_param_gather > 0 && !aps_prec_quantized(t->precision)) {
+        aps_fmt(err, n, "training.fp8_param_gather needs an fp8, mxfp8 or "
+                "nvfp4 precision (got %s)", aps_precision_name(t->precision));
+        return APS_EINVAL;
+    }
+    if (t->fp8_param_gather > 0 && t->framework == APS_FW_FSDP) {
+        aps_fmt(err, n, "training.fp8_param_gather does not exist in PyTorch "
+                "FSDP1 / llm-foundry (Megatron --fp8-param-gather, TorchTitan "
+                "enable_fsdp_float8_all_gather; got %s)", fw);
+        return APS_EINVAL;
+    }
+    /* TorchTitan's async TP is a compile pass: CompileConfig.__post_init__
+     * raises "Async TP requires 'model' in --compile.components and
+     * --compile.enable" (torchtitan/config/configs.py:306-313 @ b5bcd76c) */
+    if (t->tp_comm_overlap && t->framework == APS_FW_FSDP2 && !t->torch_compile) {
+        aps_fmt(err, n, "training.tp_comm_overlap: TorchTitan's async tensor "
+                "parallelism needs training.torch_compile = true (\"Async TP "
+                "requires 'model' in --compile.components and "
+                "--compile.enable\", torchtitan/config/configs.py)");
         return APS_EINVAL;
     }
     /* an AutoModel option (FSDP2Config.defer_fsdp_grad_sync, distributed/

@@ -565,8 +565,9 @@ static int ctx_evaluate(lua_State *L)
  *     compile_loss [booleans], grad_bytes, grad_reduce_bytes,
  *     logits_bytes [bytes per parameter / element];
  *   cuda_graph_scope = with training.cuda_graphs, what the graphs the step
- *     is priced with capture ("full_iteration" under full recompute or CPU
- *     offloading whatever the training's scope; else its scope);
+ *     is priced with capture ("full_iteration" under full recompute of a
+ *     layer or CPU offloading whatever the training's scope; else its
+ *     scope);
  *   stages = { {stage [1-based], first_layer [0-based], num_layers,
  *     recompute_layers, params, inflight_microbatches, memory_breakdown,
  *     time_fwd, time_bwd, host_fwd, host_bwd [s per micro-batch]}, ... };
@@ -583,11 +584,11 @@ static int ctx_estimate(lua_State *L)
     apsl_push_recipe(L, &ctx->training);
     lua_setfield(L, -2, "recipe");
     /* what the CUDA graphs the step was priced with capture: the whole
-     * iteration under full recompute or CPU offloading, whatever the
-     * training's scope (aps_cuda_graph_effective_scope) */
+     * iteration under full recompute (of at least one layer) or CPU
+     * offloading, whatever the training's scope (aps_estimate_graph_scope) */
     if (ctx->training.cuda_graphs) {
         apsl_push_graph_scope(
-            L, (int)aps_cuda_graph_effective_scope(&ctx->training, &s));
+            L, (int)aps_estimate_graph_scope(&ctx->training, &s, &e));
         lua_setfield(L, -2, "cuda_graph_scope");
     }
     return 1;

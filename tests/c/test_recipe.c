@@ -568,13 +568,27 @@ static void test_recipe_framework_support(void **state)
     aps_strategy s;
     aps_strategy_defaults(&s);
     char msg[APS_REASON_LEN] = "";
+    /* the training's own inconsistencies: refused with the inputs (exit
+     * 2), whatever the strategy */
     t.framework = APS_FW_FSDP;
     t.precision = APS_PREC_FP8;
     t.fp8_param_gather = 1;
-    ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
-                  APS_REASON_FRAMEWORK_UNSUPPORTED, msg);
-    ASSERT_HAS(msg, "fp8_param_gather");
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_EINVAL);
+    ASSERT_HAS(msg, "training.fp8_param_gather does not exist in PyTorch FSDP1");
     t.framework = APS_FW_FSDP2;
+    t.precision = APS_PREC_BF16;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_EINVAL);
+    ASSERT_HAS(msg, "training.fp8_param_gather needs an fp8, mxfp8 or nvfp4 precision (got bf16)");
+    t.fp8_param_gather = APS_DEFAULT;
+    t.tp_comm_overlap = true;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_EINVAL);
+    ASSERT_HAS(msg, "training.tp_comm_overlap: TorchTitan's async tensor parallelism needs "
+                    "training.torch_compile = true");
+    t.torch_compile = true;
+    assert_int_equal(aps_training_validate(&t, msg, sizeof msg), APS_OK);
+    t.torch_compile = false;
+    t.tp_comm_overlap = false;
+    t.fp8_param_gather = 1;
     t.precision = APS_PREC_MXFP8;
     ASSERT_REASON(aps_check_framework(&t, &s, msg, sizeof msg),
                   APS_REASON_FRAMEWORK_UNSUPPORTED, msg);

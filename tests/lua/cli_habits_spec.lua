@@ -889,6 +889,21 @@ describe("a new user's findings", function()
     end
   end)
 
+  it("labels a full-recompute candidate that recomputes no layer with the training's graph scope", function()
+    -- auto recompute that recomputes nothing runs and is priced as no
+    -- recompute; its record said full_iteration with the pool caveat
+    -- (a breaker, 2026-12-07)
+    local code, out, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--set",
+      "training.cuda_graphs=true", "--fix", "tp_degree=1", "--fix", "pp_degree=1", "--top-k", "1", "--jobs", "1",
+      "--format", "json")
+    assert.are.equal(0, code, err)
+    local rec = cjson.decode(out).top_k_strategies[1]
+    assert.are.equal("none", rec.layer_recompute)
+    assert.are.equal("layer", rec.performance_cost.cuda_graph_scope)
+    assert.is_nil((rec.memory_cost.total_interval or {}).caveats)
+    assert.is_nil(require("apsearch.format.common").full_graph_note(cjson.decode(out)))
+  end)
+
   it("says when Megatron-Core's CPU offloading turns the graphs into one of the whole iteration", function()
     local code, out, err = apsearch("run", "--model", "llama-3.1-8b", "--cluster", "h100-sxm-80gb:1x8", "--set",
       "training.cuda_graphs=true", "--set", "training.activation_offload_layers=4", "--fix", "tp_degree=1",

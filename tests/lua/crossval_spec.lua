@@ -119,7 +119,7 @@ describe("crossval on tests/fixtures/cases_small.csv", function()
     for _, r in ipairs(rows) do
       if validate.source_key(r.source) ~= "Narayanan" then others[#others + 1] = r end
     end
-    local calib = calibrate.fit_rows(others, "test")
+    local calib = calibrate.fit_rows(others, "test", { skip_unestimated = true })
     -- the other sources ran flash attention only: c016's unfused attention
     -- takes the fold's A100 flash value, not the preset's (fitted on all rows)
     local a100 = calib.devices["a100-sxm4-80gb"]

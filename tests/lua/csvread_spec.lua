@@ -194,4 +194,26 @@ describe("validate and calibrate read a spreadsheet export (issue 26)", function
       assert.are.equal(1, select(2, err:gsub("\n", "")))
     end
   end)
+
+  it("exits 2 on a row that cannot be estimated, validate and calibrate alike (calibrate fitted the others)", function()
+    local text = assert(H.read(FIXTURE))
+    local header, first = text:match("^([^\r\n]*)\r?\n([^\r\n]*)")
+    local cols, i = {}, 0
+    for name in header:gmatch("[^,]+") do i = i + 1 cols[name] = i end
+    local cells = {}
+    for v in (first .. ","):gmatch("([^,]*),") do cells[#cells + 1] = v end
+    local good = table.concat(cells, ",")
+    cells[cols.case_id] = "typo"
+    cells[cols.device] = "h100-sxm-80g"
+    local bad = H.write(dir .. "/typo.csv", header .. "\n" .. good .. "\n" .. table.concat(cells, ",") .. "\n")
+    local code, out, err = H.apsearch("calibrate", bad, "-o", dir .. "/c.json")
+    assert.are.equal(2, code, err)
+    assert.are.equal("", out)
+    assert.truthy(err:find('row typo: device = "h100-sxm-80g": unknown device preset; did you mean "h100-sxm-80gb"?',
+      1, true), err)
+    assert.truthy(err:find("%(fix or remove the row%)\n$"), err)
+    assert.is_nil(io.open(dir .. "/c.json"))
+    code = H.apsearch("validate", bad)
+    assert.are.equal(2, code)
+  end)
 end)

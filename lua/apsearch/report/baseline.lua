@@ -349,8 +349,10 @@ end
 
 -- A match as why_left records it: an evaluation's outcome, step and peak.
 local function match_of(ev)
+  -- limited: the figure the memory limit bounds (max reserved under a
+  -- limit the user gave), with a reason only
   return { code = ev.feasible and 0 or (ev.reason or "INFEASIBLE"), step = ev.step_time, mem = ev.mem_peak,
-           estimated = true }
+           limited = ev.mem_limited, estimated = true }
 end
 
 -- The match of candidate cand with its recompute mode "none" (the run as
@@ -379,8 +381,9 @@ end
 -- count, step_time, mem_peak, text}`: as it ran its peak memory is over
 -- the new limit (MEMORY_LIMIT; its degrees may still fit with more
 -- recompute or another split, said in the text), or every such candidate
--- was filtered (the most common reason); `{kind = "changed", ...}` (its
--- degrees are in the top-k, resolved to another split or recompute); or
+-- was filtered (the most common reason); `{kind = "changed", step_time,
+-- mem_peak, rank, text}` (its degrees are in the top-k, resolved to another
+-- split or recompute: that top-k strategy's rank and figures); or
 -- `{kind = "not_in_space", text}` (the space has no such candidate any
 -- more: a --fix, --set search_space or a changed input).  The search
 -- keeps no per-candidate record: the policy's space is walked again and
@@ -398,7 +401,7 @@ function M.why_left(left, result, policy)
     local k = {}
     for _, f in ipairs(MATCH) do k[#k + 1] = field_key(o, f) end
     want[n] = table.concat(k, " ")
-    e.matches, e.alternatives = {}, {}
+    e.key, e.matches, e.alternatives = want[n], {}, {}
   end
   local by_key = {}
   for n, key in ipairs(want) do
@@ -446,10 +449,23 @@ function M.why_left(left, result, policy)
   local top = result.top_k_strategies or {}
   local last = top[#top]
   local last_st = last and last.performance_cost and last.performance_cost.step_time
+  -- the degrees (MATCH) of the new top-k: a left strategy whose degrees are
+  -- among them runs differently now; ranked by step time alone, a faster
+  -- one need not be (objectives.NEAR_CAPACITY_TIE)
+  local top_keys = {}
+  for _, rec in ipairs(top) do
+    local k = {}
+    for i, f in ipairs(MATCH) do k[i] = field_key(rec, f) end
+    local key = table.concat(k, " ")
+    top_keys[key] = top_keys[key] or rec
+  end
+  -- the peak the limit bounds (max reserved when the user set a limit)
+  local kind = require("apsearch.format.common").limited_kind(result.inputs and result.inputs.training)
+  local kind_text = kind == "device" and "" or (" of max " .. kind)
   for _, e in ipairs(left) do
     local best, counts, first_est = nil, {}, {}
     local o = e.record
-    local old_mem = o.memory_cost and o.memory_cost.total
+    local old_mem = o.memory_cost and (o.memory_cost[kind] or o.memory_cost.total)
     local old_st = o.performance_cost and o.performance_cost.step_time
     local same_i
     for _, m in ipairs(e.matches) do
@@ -470,25 +486,30 @@ function M.why_left(left, result, policy)
       end
     end
     local lim = require("apsearch.report.html").memory_limit(result)
-    local cmp = result.inputs and result.inputs.objective == "step_time"
-    local in_top = best and last_st and cmp and best.step < last_st * (1 - 1e-9)
+    local in_top = best and top_keys[e.key]
     -- the same run (same estimate) among its variants, when it is there
     local same_run = same_i ~= nil
     if same_i then best = same_i end
-    if type(old_mem) == "number" and lim and old_mem > lim * (1 + 1e-9) and not same_run then
+    -- some candidate of its degrees reached the estimate: one refused
+    -- before it (a framework rule the change brought) is said as such
+    local estimated = false
+    for _, m in ipairs(e.matches) do estimated = estimated or m.estimated end
+    if type(old_mem) == "number" and lim and old_mem > lim * (1 + 1e-9) and not same_run and estimated then
       -- as it ran it no longer fits; its degrees may with more recompute
       -- (a variant of its own mode, else one recomputing layers)
       local other = best or e.alt
-      local other_top = other and last_st and cmp and other.step < last_st * (1 - 1e-9)
       e.why = { kind = "filtered", reason = "MEMORY_LIMIT", phase = "estimate", mem_peak = old_mem,
-        text = string.format("filtered: MEMORY_LIMIT: as it ran it needs %.2f GiB > limit %.2f GiB%s",
-          old_mem / 2 ^ 30, lim / 2 ^ 30, other and string.format(
+        text = string.format("filtered: MEMORY_LIMIT: as it ran it needs %.2f GiB%s > limit %.2f GiB%s",
+          old_mem / 2 ^ 30, kind_text, lim / 2 ^ 30, other and string.format(
             " (its degrees fit with another recompute or split: %.3f s, %.2f GiB%s)",
-            other.step, other.mem / 2 ^ 30, other_top and ", in the top-k" or "") or "") }
+            other.step, other.mem / 2 ^ 30, top_keys[e.key] and ", in the top-k" or "") or "") }
     elseif best and in_top and not same_run then
-      e.why = { kind = "changed", step_time = best.step, mem_peak = best.mem,
-        text = string.format("runs differently now: its degrees are in the top-k with another split or recompute (%.3f s, %.2f GiB)",
-          best.step, best.mem / 2 ^ 30) }
+      -- the figures of the top-k strategy with its degrees
+      local t = top_keys[e.key]
+      local tst, tmem = t.performance_cost.step_time, t.memory_cost.total
+      e.why = { kind = "changed", step_time = tst, mem_peak = tmem, rank = t.rank,
+        text = string.format("runs differently now: its degrees are #%d of the top-k with another split or "
+          .. "recompute (%.3f s, %.2f GiB)", t.rank, tst, tmem / 2 ^ 30) }
     elseif best then
       local st, mem = best.step, best.mem
       e.why = { kind = "outranked", step_time = st, mem_peak = mem, last_step_time = last_st,
@@ -507,8 +528,8 @@ function M.why_left(left, result, policy)
       local detail = ""
       if i and code == "MEMORY_LIMIT" then
         local lim = require("apsearch.report.html").memory_limit(result)
-        detail = string.format(": needs %.2f GiB%s", i.mem / 2 ^ 30,
-          lim and string.format(" > limit %.2f GiB", lim / 2 ^ 30) or "")
+        detail = string.format(": needs %.2f GiB%s%s", (i.limited or i.mem) / 2 ^ 30,
+          i.limited and kind_text or "", lim and string.format(" > limit %.2f GiB", lim / 2 ^ 30) or "")
       elseif i then
         detail = string.format(": estimated %.3f s, %.2f GiB", i.step, i.mem / 2 ^ 30)
       end
@@ -523,7 +544,7 @@ function M.why_left(left, result, policy)
       e.why = { kind = "not_in_space",
         text = "not in the search space any more (a --fix, --set search_space or changed input removed it)" }
     end
-    e.matches, e.alternatives, e.alt = nil, nil, nil
+    e.key, e.matches, e.alternatives, e.alt = nil, nil, nil, nil
   end
 end
 

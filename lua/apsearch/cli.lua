@@ -1389,7 +1389,8 @@ end
 -- `pp_degree=4,stage_partition=7:8:8:9`.  A key is a strategy field, an
 -- HSDP alias, or the short name the run's lines print
 -- (schema.strategy_short: `dp=4 tp=8 sp=on mbs=1 recompute=none`); `on` /
--- `off` are true / false for on-off fields.
+-- `off` are true / false for on-off fields; `-` (a table cell of a
+-- setting the row does not use) sets nothing.
 -- @tparam table list array of `--strategy` option strings
 -- @treturn table strategy fields (canonical names, checked values)
 -- @raise `--strategy: <field>: <problem> (got <value>)`
@@ -1405,6 +1406,9 @@ function M.parse_strategy(list)
       local k, v = item:match("^([%w_]+)=(.*)$")
       if not k then util.fail("--strategy", "(syntax)", "expected KEY=VALUE", item) end
       local typed = k -- errors name the key as typed
+      -- "-": a table cell of a setting that does not apply to the row
+      -- (sp without TP, cp_comm without CP): nothing to set
+      if v == "-" then goto next_pair end
       k = short[k] or k
       local name = schema.strategy_aliases[k] or k
       local kind = schema.strategy[name]
@@ -1438,6 +1442,7 @@ function M.parse_strategy(list)
       s[key] = schema.check_value(kind, value, function(problem, got)
         util.fail("--strategy", typed, problem, got)
       end)
+      ::next_pair::
     end
   end
   return s

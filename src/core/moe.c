@@ -1176,6 +1176,13 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
     }
     if (mods & APS_RCM_MLP) /* compute.c's selective_fwd counted every layer */
         out->recompute -= km * mc->dense_mlp_fwd;
+    /* TorchTitan's op-level checkpointing before the all-to-alls were in
+     * its save list (torchtitan c4e2291, PR 1672; training.
+     * sac_save_alltoall = false): the backward's recompute dispatches and
+     * combines again, as under the moe module above */
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
+        aps_profile(t)->op_sac_selective && !aps_recipe_sac_save_a2a(t))
+        out->ep_bwd += km * mc->ep_fwd;
     if (mods & APS_RCM_MLA_UP_PROJ)
         out->recompute += kl * mc->mla_up_fwd;
     /* --moe-shared-expert-overlap (SharedExpertMLP on its own stream,

@@ -157,6 +157,13 @@ static void test_alltoall_through_estimate(void **state)
     assert_float_equal(on.mem[APS_MEM_ACTIVATIONS] -
                            off.mem[APS_MEM_ACTIVATIONS],
                        262144.0, 1e-6);
+    /* and not saved, the backward's recompute dispatches and combines
+     * again: the forward's all-to-alls once more, ep_comm 3/2 of the
+     * saved policy's (forward + backward, each one way's time) */
+    assert_true(on.perf_total[APS_PERF_EP_COMM] > 0.0);
+    assert_float_equal(off.perf_total[APS_PERF_EP_COMM],
+                       1.5 * on.perf_total[APS_PERF_EP_COMM],
+                       1e-9 * on.perf_total[APS_PERF_EP_COMM]);
 }
 
 /* Without checkpointing every MoE layer keeps the routed-token operand

@@ -152,6 +152,8 @@ describe("estimate --from result.json --rank N", function()
     assert.are.same({ sequence_parallel = false, pp_degree = 2 }, cli.parse_strategy({ "sp=off, pp_degree = 2" }))
     refused('--strategy: sp: expected on, off, true or false (got "yes")', "estimate", "--strategy", "tp=2,sp=yes")
     refused('--strategy: tp_degree: given twice (got "4")', "estimate", "--strategy", "tp=2 tp_degree=4")
+    -- a cell the table shows as "-" (the setting does not apply) sets nothing
+    assert.are.same({ tp_degree = 1 }, cli.parse_strategy({ "tp=1 sp=- cp_comm=- reshard=-" }))
   end)
 
   it("takes the table's folded line and layers cell as they are printed", function()

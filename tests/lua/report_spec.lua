@@ -943,6 +943,8 @@ describe("issue 16: report colours, stage labels, top-k table, no feasible strat
     -- this dense model has no "ep" column nor an "ep -" in the line
     local line = text:match('<p class="same">(.-)</p>')
     assert.falsy(line:find("ep -", 1, true), line)
+    -- the pairs as the terminal writes them, which --strategy takes back
+    assert.truthy(line:match("</b> [%w_]+=%S+ [%w_]+=%S+"), line)
     local at = text:find("<th[^>]*>ep</th>")
     assert.falsy(at, at and text:sub(at - 200, at + 20))
     -- the script that sorts it runs without ECharts too (before the check)

@@ -915,7 +915,8 @@ local function topk_html(result, launch)
     keep = k2
   end
   local same = {}
-  for n, hv in ipairs(folded) do same[n] = hv[1] .. " " .. hv[2] end
+  -- as the terminal's line: pairs --strategy and --fix take back
+  for n, hv in ipairs(folded) do same[n] = tbl.same_pair(hv[1], hv[2]) end
   local H, R, RT = {}, {}, {}
   for n, j in ipairs(keep) do H[n], RT[n] = headers[j], right[j] end
   for i, r in ipairs(rows) do
@@ -935,7 +936,7 @@ local function topk_html(result, launch)
   end
   local out = {}
   if #same > 0 then
-    out[#out + 1] = "<p class=\"same\"><b>same for every row:</b> " .. esc(table.concat(same, ", ")) .. "</p>\n"
+    out[#out + 1] = "<p class=\"same\"><b>same for every row:</b> " .. esc(table.concat(same, " ")) .. "</p>\n"
   end
   out[#out + 1] = table_html(H, R, RT, function(i) return i == 1 and "best" or nil end,
     " id=\"topk-table\" class=\"sortable\"")

@@ -307,6 +307,23 @@ describe("apsearch run --launchable FRAMEWORK", function()
     assert.is_nil(out:find("launch files:", 1, true), out)
   end)
 
+  it("leads what to relax with the setting a launch file names when it builds another job", function()
+    -- a TorchTitan user's first MoE run (2026-12-07): the one --set that
+    -- estimates TorchTitan's job was inside the example, after the advice
+    -- to drop --launchable
+    local html = require "apsearch.report.html"
+    local out = { suggestions = {}, reasons = { { code = "LAUNCH_DIFFERS", count = 12, phase = "estimate",
+      message = "torchtitan: NOT EXPRESSIBLE in TorchTitan: the load-balancing loss (coefficient 0.001): ...; " ..
+        "--set model.moe_aux_loss_coeff=0 estimates the job without it" } } }
+    html.relax_suggestions(out, false, false, true, false)
+    assert.truthy(out.suggestions[1]:find("^launch: %-%-set model%.moe_aux_loss_coeff=0 estimates the job the " ..
+      "example's launch file builds; otherwise, %-%-launchable keeps only"), out.suggestions[1])
+    out = { suggestions = {}, reasons = { { code = "LAUNCH_DIFFERS", count = 1, phase = "estimate",
+      message = "megatron: NOT EXPRESSIBLE: something" } } }
+    html.relax_suggestions(out, false, false, true, false)
+    assert.truthy(out.suggestions[1]:find("^launch: %-%-launchable keeps only"), out.suggestions[1])
+  end)
+
   it("says what to relax when no strategy is launchable, and refuses an unknown framework", function()
     local H = require "spec_helpers"
     -- TorchTitan's llama3 model has no sliding window: no Mistral strategy is launchable there

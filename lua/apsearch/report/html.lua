@@ -466,13 +466,20 @@ local function as_built(result)
   return true
 end
 
--- out.suggestions gains what to relax for each filter reason of
--- out.reasons (RELAX, or the policy rule that refused); MEMORY_LIMIT's
--- is left out when `memory_said` (memory_suggestion said it), and
--- M.SPACE_RULES' when the policy was searched as built, but for
--- M.SETTING_RULES' when `settings` (the run set training, model or
--- cluster fields, which those reasons may come from)
-local function relax_suggestions(out, memory_said, built, launch_only, settings)
+--- What to relax for each filter reason of out.reasons, appended to
+-- out.suggestions (M.RELAX, or the policy rule that refused; LAUNCH_DIFFERS
+-- first, led by the `--set` its example's launch file names, when it
+-- names one); MEMORY_LIMIT's is left out when `memory_said`
+-- (memory_suggestion said it), and M.SPACE_RULES' when the policy was
+-- searched as built, but for M.SETTING_RULES' when `settings` (the run set
+-- training, model or cluster fields, which those reasons may come from).
+-- @tparam table out `{suggestions = {string}, reasons = {{code, count,
+--   phase, rule, message}}}`
+-- @tparam boolean memory_said
+-- @tparam boolean built
+-- @tparam boolean launch_only only LAUNCH_DIFFERS is suggested
+-- @tparam boolean settings
+function M.relax_suggestions(out, memory_said, built, launch_only, settings)
   local seen = { MEMORY_LIMIT = memory_said }
   for _, r in ipairs(out.reasons) do
     local whole = built and M.SPACE_RULES[r.code] and not (settings and M.SETTING_RULES[r.code])
@@ -491,6 +498,13 @@ local function relax_suggestions(out, memory_said, built, launch_only, settings)
         -- from the example
         local why = (r.code == "LAUNCH_DIFFERS" or r.code == "FRAMEWORK_UNSUPPORTED") and r.message
           and (": e.g. " .. r.message) or ""
+        -- a launch file that names the setting which estimates the job it
+        -- builds (TorchTitan's missing aux loss, MTP): that first
+        local set = r.code == "LAUNCH_DIFFERS" and r.message and r.message:match("%-%-set [%w_%.]+=[^%s,;]+")
+        if set then
+          text = ("launch: %s estimates the job the example's launch file builds; otherwise, %s"):format(set,
+            text:gsub("^launch: ", ""))
+        end
         table.insert(out.suggestions, at, string.format("%s (%s candidates, %s)%s", text,
           common.commas(r.count), r.phase == "early" and "before the estimate" or "after the estimate", why))
       end
@@ -621,7 +635,7 @@ function M.diagnose(result, n)
     table.insert(out.suggestions, hopeless and 1 or math.min(#out.suggestions + 1, 2),
       M.min_devices_text(out.min_devices))
   end
-  if not hopeless then relax_suggestions(out, memory_said, built, launch_only, settings_set(result)) end
+  if not hopeless then M.relax_suggestions(out, memory_said, built, launch_only, settings_set(result)) end
   -- (unless a suggestion above already names the check that refused them)
   local early = early_only_text(result, out.reasons)
   for _, t in ipairs(out.suggestions) do

@@ -103,6 +103,17 @@
 # memory and time, balance.c's split scoring, ~32 % of the instructions,
 # and the Lua walk, ~19 %, are what is left).
 #
+# 2026-12-08, the 2.4 M space (`run bench/llama3_405b_16k_wide.lua --jobs
+# 1`), callgrind instructions at ten commits since 571b885b (2026-12-06):
+# 5.36 G -> 6.60 G at a4632a11 (+23 %).  0.66 G of it is one commit,
+# 6ba21d1c: the late checks' cache key took every strategy field they
+# read (micro_batch_size, recompute_method, recompute_num_layers, ...),
+# which fixed a fast path that dropped feasible strategies; the late
+# checks now run once per block and signature of those fields (16x the
+# signatures on this space).  The rest, +0.4 G over about 200 commits, is
+# the estimate's new terms.  Not recovered: a key per framework would
+# need the late checks' reads audited across eleven files.
+#
 # validate --cv source on tests/fixtures/public_cases.csv (issue 28: under
 # 10 s): each row's estimator context made once and the calibrated
 # cluster put into it at every step of the fit (ctx:set_cluster) instead

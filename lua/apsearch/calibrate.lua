@@ -168,14 +168,13 @@ function M.fit(path, opts)
   return M.fit_rows(validate.load(path), path, opts)
 end
 
---- The end of fit_rows' error for a row that cannot be estimated.
-M.BROKEN_ROW = " (fix or remove the row)"
-
 --- Fits the parameters to rows already read (validate.load).
 -- @param all array of rows (column -> string)
 -- @param label what the rows are, for messages and `fitted_on`
 -- @param opts {name = string, log = function(line), over_profile = boolean,
---   stack = string, skip_unestimated = boolean}: skip_unestimated (the
+--   stack = string, skip_unestimated = boolean, allow_empty = boolean}:
+--   allow_empty returns nil and the reason when no row measured a
+--   throughput, instead of raising; skip_unestimated (the
 --   folds of `validate --cv`, whose summary counts such rows as failed)
 --   skips a row that cannot be estimated with a log line instead of
 --   raising (a measured value or convention it cannot have still raises);
@@ -187,7 +186,8 @@ M.BROKEN_ROW = " (fix or remove the row)"
 -- without a measured throughput are skipped with a log line; a row that
 -- cannot be estimated raises `<label>: row <id>: <error> (fix or remove the
 -- row)`.
--- @return calibration table; raises when no row measured throughput
+-- @return calibration table; raises when no row measured throughput (nil and
+--   the reason with allow_empty)
 function M.fit_rows(all, label, opts)
   opts = opts or {}
   local path = label
@@ -204,7 +204,7 @@ function M.fit_rows(all, label, opts)
         c.error:match("^flops_convention ")) then
       log(("calibrate: skipping %s: %s"):format(row.case_id, c.error))
     elseif c.error then
-      error(("%s: row %s: %s%s"):format(path, row.case_id, c.error, M.BROKEN_ROW), 0)
+      error(("%s: row %s: %s (fix or remove the row)"):format(path, row.case_id, c.error), 0)
     elseif c.release_gap then
       -- it measures its release, not the device (apsearch.stacks.RELEASE_GAPS;
       -- `validate --cv` fits no fold on it either)
@@ -230,8 +230,10 @@ function M.fit_rows(all, label, opts)
     end
   end
   if #rows == 0 then
-    error(path .. ": no row with a measured throughput (tokens/s, step time, or TFLOP/s with a "
-      .. "flops_convention) can be estimated", 0)
+    local none = path .. ": no row with a measured throughput (tokens/s, step time, or TFLOP/s with a "
+      .. "flops_convention) can be estimated"
+    if opts.allow_empty then return nil, none end
+    error(none, 0)
   end
   local calib = { devices = {}, training = {} }
   local names = util.sorted_keys(devices)
@@ -428,15 +430,15 @@ function M.fit_grouped(path, opts)
   table.sort(order)
   for _, id in ipairs(order) do
     log(("calibrate: stack %s: %d rows"):format(id, #groups[id]))
-    local ok, calib = pcall(M.fit_rows, groups[id], path .. " (stack " .. id .. ")",
-      { log = log, name = id .. " calibrated on " .. path, over_profile = true, stack = id })
-    if ok then
+    -- a stack none of whose rows measured throughput is left unfitted;
+    -- a row of the file that is broken stops the fit, as without --group
+    local calib, none = M.fit_rows(groups[id], path .. " (stack " .. id .. ")",
+      { log = log, name = id .. " calibrated on " .. path, over_profile = true, stack = id, allow_empty = true })
+    if calib then
       result.stacks[id] = calib
       fitted = fitted + 1
-    elseif tostring(calib):find(M.BROKEN_ROW, 1, true) then
-      error(calib, 0) -- a row of the file that cannot be estimated
     else
-      log(("calibrate: stack %s not fitted: %s"):format(id, tostring(calib)))
+      log(("calibrate: stack %s not fitted: %s"):format(id, none))
     end
   end
   if fitted == 0 then

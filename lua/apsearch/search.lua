@@ -522,7 +522,16 @@ function M.run(policy, opts)
   -- a pinned expert degree no candidate can have: the input's error, not
   -- "no feasible strategy" with advice about the other dimensions
   local ep_bad = space_mod.ep_refusal(policy.search_space.dims, inputs.model.num_experts)
-  if ep_bad then error(string.format("%s: %s", policy.file or "policy", ep_bad), 0) end
+  if ep_bad then
+    -- named where the values came from: the last --fix or --set of them
+    local from = policy.file or "policy"
+    for _, ov in ipairs(policy.overrides or {}) do
+      if ov.key == "ep_degree" or ov.key == "search_space.ep_degree" then
+        from = ov.kind == "fix" and "--fix" or (ov.flag or "--set")
+      end
+    end
+    error(string.format("%s: %s", from, ep_bad), 0)
+  end
   local cap = policy.constraints.max_candidates or schema.default_max_candidates
   local space_size, stopped = space:size(cap)
   if space_size > cap then

@@ -213,6 +213,11 @@ describe("validate and calibrate read a spreadsheet export (issue 26)", function
       1, true), err)
     assert.truthy(err:find("%(fix or remove the row%)\n$"), err)
     assert.is_nil(io.open(dir .. "/c.json"))
+    -- per software stack too (its groups' fits were run under pcall: a
+    -- broken row read "stack not fitted")
+    code, out, err = H.apsearch("calibrate", bad, "--group", "software", "-o", dir .. "/c.json")
+    assert.are.equal(2, code, err)
+    assert.truthy(err:find("row typo: device", 1, true), err)
     code = H.apsearch("validate", bad)
     assert.are.equal(2, code)
   end)

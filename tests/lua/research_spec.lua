@@ -38,6 +38,26 @@ local function check_partition(diff, old, new)
   end
 end
 
+-- `apsearch run MODEL_ARGS BEFORE --out DIR` and then `apsearch run
+-- MODEL_ARGS AFTER --format json --baseline DIR/result.json` (both
+-- --quiet, both must succeed): the first result and the second
+local function against_baseline(model_args, before, after)
+  local dir = H.tmpdir() .. "/base"
+  local function args(extra, tail)
+    local a = { "run", "--quiet" }
+    for _, t in ipairs({ model_args, extra, tail }) do
+      for _, v in ipairs(t) do a[#a + 1] = v end
+    end
+    return a
+  end
+  local code, _, err = apsearch(table.unpack(args(before, { "--out", dir })))
+  assert.are.equal(0, code, err)
+  local out
+  code, out, err = apsearch(table.unpack(args(after, { "--format", "json", "--baseline", dir .. "/result.json" })))
+  assert.are.equal(0, code, err)
+  return cjson.decode(read(dir .. "/result.json")), cjson.decode(out)
+end
+
 describe("AP-DENSE-09: re-search with changed constraints, against a baseline", function()
   local base_dir, base
   setup(function()
@@ -163,16 +183,9 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
   it("finds an MoE strategy that left among this search's candidates (its expert degrees walked too) #bulk", function()
     -- the walk had no expert count: every MoE strategy read "not in the
     -- search space any more" (newuser, 2026-12-03)
-    local moe_dir = H.tmpdir() .. "/moe"
-    local code, _, err = apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "b200:8", "--quiet",
-      "--top-k", "6", "--out", moe_dir)
-    assert.are.equal(0, code, err)
-    local out
-    code, out, err = apsearch("run", "--model", "qwen3-30b-a3b", "--cluster", "b200:8", "--quiet",
-      "--format", "json", "--top-k", "3", "--set", "training.global_batch_size=1024",
-      "--baseline", moe_dir .. "/result.json")
-    assert.are.equal(0, code, err)
-    local d = cjson.decode(out).baseline_diff
+    local _, r = against_baseline({ "--model", "qwen3-30b-a3b", "--cluster", "b200:8" }, { "--top-k", "6" },
+      { "--top-k", "3", "--set", "training.global_batch_size=1024" })
+    local d = r.baseline_diff
     local left = d.top_k.left
     assert.is_true(#left > 0)
     -- found among the candidates: still feasible below the top-k, or its
@@ -191,17 +204,10 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     -- same degrees with layers recomputed fit, which is said, not taken
     -- for the run (newuser, 2026-12-06: "outranked: still feasible" with
     -- the full-recompute variant's figures)
-    local dir = H.tmpdir() .. "/dsv3"
-    local code, _, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "b200:32", "--quiet",
-      "--top-k", "5", "--out", dir)
-    assert.are.equal(0, code, err)
-    local base5 = cjson.decode(read(dir .. "/result.json"))
-    local out
-    code, out, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "b200:32", "--quiet",
-      "--format", "json", "--top-k", "3", "--set", "training.seq_length=8192", "--baseline", dir .. "/result.json")
-    assert.are.equal(0, code, err)
+    local base5, r = against_baseline({ "--model", "deepseek-v3", "--cluster", "b200:32" }, { "--top-k", "5" },
+      { "--top-k", "3", "--set", "training.seq_length=8192" })
     local seen = 0
-    for _, e in ipairs(cjson.decode(out).baseline_diff.top_k.left) do
+    for _, e in ipairs(r.baseline_diff.top_k.left) do
       if base5.top_k_strategies[e.rank].layer_recompute == "none" then
         seen = seen + 1
         assert.are.equal("filtered", e.why.kind, e.why.text)
@@ -217,17 +223,8 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     -- search walks "none" apart; the walk of why_left had merged it into
     -- "full" and called strategies that still run FRAMEWORK_UNSUPPORTED
     -- (newuser, 2026-12-07: DeepSeek-V3 on 256 GB200)
-    local dir = H.tmpdir() .. "/ov"
-    local code, _, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "gb200:64", "--quiet",
-      "--top-k", "10", "--out", dir)
-    assert.are.equal(0, code, err)
-    local base10 = cjson.decode(read(dir .. "/result.json"))
-    local out
-    code, out, err = apsearch("run", "--model", "deepseek-v3", "--cluster", "gb200:64", "--quiet",
-      "--format", "json", "--top-k", "5", "--set", "training.overlap_moe_expert_parallel_comm=true",
-      "--baseline", dir .. "/result.json")
-    assert.are.equal(0, code, err)
-    local r = cjson.decode(out)
+    local base10, r = against_baseline({ "--model", "deepseek-v3", "--cluster", "gb200:64" }, { "--top-k", "10" },
+      { "--top-k", "5", "--set", "training.overlap_moe_expert_parallel_comm=true" })
     local last = r.top_k_strategies[5].performance_cost.step_time
     local kinds = {}
     for _, e in ipairs(r.baseline_diff.top_k.left) do
@@ -251,21 +248,11 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     -- a breaker (2026-12-07): with the EP overlap and a 60 GiB limit, old
     -- strategies the overlap refuses (pp > 1, vpp 1) read "MEMORY_LIMIT:
     -- needs <device memory> > limit", the limit bounding max reserved
-    local SH = { "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2", "--quiet", "--top-k", "6" }
-    local dir = H.tmpdir() .. "/q0"
-    local args = { table.unpack(SH) }
-    for _, a in ipairs({ "--out", dir }) do args[#args + 1] = a end
-    local code, _, err = apsearch("run", table.unpack(args))
-    assert.are.equal(0, code, err)
-    local base6 = cjson.decode(read(dir .. "/result.json"))
-    args = { table.unpack(SH) }
-    for _, a in ipairs({ "--format", "json", "--set", "training.overlap_moe_expert_parallel_comm=true",
-      "--set", "cluster.memory_limit_gib=60", "--baseline", dir .. "/result.json" }) do args[#args + 1] = a end
-    local out
-    code, out, err = apsearch("run", table.unpack(args))
-    assert.are.equal(0, code, err)
+    local QWEN = { "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm-80gb:2" }
+    local base6, r = against_baseline(QWEN, { "--top-k", "6" }, { "--top-k", "6",
+      "--set", "training.overlap_moe_expert_parallel_comm=true", "--set", "cluster.memory_limit_gib=60" })
     local seen = {}
-    for _, e in ipairs(cjson.decode(out).baseline_diff.top_k.left) do
+    for _, e in ipairs(r.baseline_diff.top_k.left) do
       local was = base6.top_k_strategies[e.rank]
       if was.pp_degree > 1 and was.vpp_degree == 1 then
         assert.are.equal("FRAMEWORK_UNSUPPORTED", e.why.reason, e.why.text)
@@ -279,20 +266,8 @@ describe("AP-DENSE-09: re-search with changed constraints, against a baseline", 
     assert.is_true(seen.FRAMEWORK_UNSUPPORTED and seen.MEMORY_LIMIT)
     -- the overlap off again: the same degrees in the top-k run differently
     -- (no recompute), said with that top-k strategy's rank and figures
-    local dir2 = H.tmpdir() .. "/q1"
-    args = { table.unpack(SH) }
-    for _, a in ipairs({ "--top-k", "8", "--set", "training.overlap_moe_expert_parallel_comm=true", "--out", dir2 }) do
-      args[#args + 1] = a
-    end
-    code, _, err = apsearch("run", table.unpack(args))
-    assert.are.equal(0, code, err)
-    args = { table.unpack(SH) }
-    for _, a in ipairs({ "--top-k", "8", "--format", "json", "--baseline", dir2 .. "/result.json" }) do
-      args[#args + 1] = a
-    end
-    code, out, err = apsearch("run", table.unpack(args))
-    assert.are.equal(0, code, err)
-    local r = cjson.decode(out)
+    _, r = against_baseline(QWEN, { "--top-k", "8", "--set", "training.overlap_moe_expert_parallel_comm=true" },
+      { "--top-k", "8" })
     local changed = 0
     for _, e in ipairs(r.baseline_diff.top_k.left) do
       if e.why.kind == "changed" then

@@ -60,14 +60,6 @@ double aps_act_fn_bytes(const aps_model *m, const aps_training *t)
            : eager ? APS_EAGER_SWIGLU_BYTES : APS_FUSED_SWIGLU_BYTES;
 }
 
-double aps_op_sac_recompute_params(const aps_model *m)
-{
-    double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
-    double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    double f = (double)m->ffn_hidden_size;
-    return h * k * d + a * d * h + h * f; /* wk, wo, and w3 or fc2 */
-}
-
 /** Shapes of one layer on one device for one micro-batch. */
 typedef struct {
     double tp, cp, S, sl, b, h, a, k, dh, f;

@@ -745,6 +745,11 @@ typedef struct {
                                 (expert_fc1, moe_act, fused_group_mlp:
                                 offload.c) */
     double mla_up_fwd, mla_up_act; /**< MLA up projections (mla_up_proj) */
+    /* under op-level selective checkpointing (TorchTitan, AutoModel:
+     * opsac.c), forward seconds the backward runs again beyond the dense
+     * GQA layer's (moe.c op_sac_recompute); 0 otherwise */
+    double sac_moe_fwd;    /**< s: per MoE layer (every expert GEMM) */
+    double sac_mla_fwd;    /**< s: per MLA layer */
     double dsa_indexer_fwd; /**< s: the DSA indexer's forward (dsa.c) */
     double dsa_indexer_bwd; /**< s: its backward, when trained (dsa.c) */
     double router_fwd;      /**< s: of membound_fwd, the router's softmax /
@@ -1644,9 +1649,20 @@ double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
  *  activation_checkpoint.py's policy). */
 double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
                               const aps_strategy *s, bool mla, bool moe);
-/** Matrix parameters of one layer that TorchTitan's op-level selective
- *  checkpointing recomputes: the even-numbered matmuls (compute.c). */
-double aps_op_sac_recompute_params(const aps_model *m);
+/** Forward seconds on device d of the matmuls one layer's backward runs
+ *  again under TorchTitan's op-level selective checkpointing, per
+ *  micro-batch on one rank: the even-numbered mms of its walk, and in
+ *  an MoE block (moe) the router gate; the experts' grouped mms, also
+ *  recomputed, are moe.c's (opsac.c). */
+double aps_op_sac_layer_recompute(const aps_model *m, const aps_device *d,
+                                  const aps_training *t, const aps_strategy *s,
+                                  bool mla, bool moe);
+/** Matrix weight elements per token the backward multiplies again under
+ *  TorchTitan's op-level selective checkpointing, the mean over the
+ *  model's layers (dense and MoE): the even-numbered mms, the router
+ *  gate and the routed experts' (k of them) matrices, full width
+ *  (opsac.c; the hardware FLOPs, throughput.c). */
+double aps_op_sac_recompute_params(const aps_model *m, const aps_training *t);
 
 /** Activation bytes of one layer whose blocks are mix w (NULL: the
  *  model's mean layer, aps_hybrid_mix), per micro-batch on one rank

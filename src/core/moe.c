@@ -828,6 +828,39 @@ static void scale_mla_delta(aps_moe_cost *out, double share)
     out->mla_matmul_params *= share;
 }
 
+/** Whether the backward recomputes by TorchTitan's op-level selective
+ *  checkpointing (opsac.c). */
+static bool op_sac_on(const aps_training *t, const aps_strategy *s)
+{
+    return aps_profile(t)->op_sac_selective &&
+           s->layer_recompute == APS_RECOMPUTE_SELECTIVE;
+}
+
+/** Under op-level selective checkpointing, what the backward recomputes
+ *  beyond the dense GQA layer's (compute.c layer_selective's
+ *  selective_fwd): per MLA layer its walk's mms against GQA's
+ *  (sac_mla_fwd); per MoE layer (sac_moe_fwd, `experts` > 0 the
+ *  seconds of the experts' grouped mms on the busiest rank) the block's
+ *  mms against the dense FFN's (the router gate, the shared expert's
+ *  alternate mms), every expert GEMM, and the block's elementwise work,
+ *  casts, bias adds and router kernels, all recomputed. */
+static void op_sac_recompute(const aps_model *m, const aps_device *d,
+                             const aps_training *t, const aps_strategy *s,
+                             double experts, aps_moe_cost *out)
+{
+    bool mla = m->kv_lora_rank > 0;
+    double dense = aps_op_sac_layer_recompute(m, d, t, s, mla, false);
+    if (experts <= 0.0) {
+        if (mla)
+            out->sac_mla_fwd = dense - aps_op_sac_layer_recompute(
+                                           m, d, t, s, false, false);
+        return;
+    }
+    out->sac_moe_fwd = aps_op_sac_layer_recompute(m, d, t, s, mla, true) -
+                       dense + experts + out->membound_fwd + out->cast_fwd +
+                       out->bias_fwd + out->router_floor_fwd;
+}
+
 void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
                         const aps_training *t, const aps_strategy *s,
                         aps_moe_cost *out)
@@ -912,6 +945,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     } else if (aps_model_has_msa(m)) {
         aps_msa_layer_cost(m, d, t, s, out);
     }
+    if (op_sac_on(t, s))
+        op_sac_recompute(m, d, t, s, 0.0, out);
     if (m->num_experts <= 0)
         return;
 
@@ -945,8 +980,9 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     if (fs > 0)
         g += aps_gemm_time(d, prec, T, up * fs / tp, h) +
              aps_gemm_time(d, prec, T, h, fs / tp);
-    g += local * (aps_gemm_time(d, prec, Mexp, up * fe / etp, w) +
-                  aps_gemm_time(d, prec, Mexp, w, fe / etp));
+    double experts = local * (aps_gemm_time(d, prec, Mexp, up * fe / etp, w) +
+                              aps_gemm_time(d, prec, Mexp, w, fe / etp));
+    g += experts;
     if (l > 0)
         g += aps_gemm_time(d, prec, Tin, l, h) + aps_gemm_time(d, prec, Tin, h, l);
     out->gemm_fwd = g;
@@ -1128,6 +1164,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     aps_host_program k;
     aps_kernel_program_build(m, t, s, NULL, &k);
     aps_router_floor(d, &k, out);
+    if (op_sac_on(t, s))
+        op_sac_recompute(m, d, t, s, experts, out);
 }
 
 void aps_moe_stage(const aps_model *m, const aps_training *t,
@@ -1180,9 +1218,11 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
      * its save list (torchtitan c4e2291, PR 1672; training.
      * sac_save_alltoall = false): the backward's recompute dispatches and
      * combines again, as under the moe module above */
-    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
-        aps_profile(t)->op_sac_selective && !aps_recipe_sac_save_a2a(t))
+    if (op_sac_on(t, s) && !aps_recipe_sac_save_a2a(t))
         out->ep_bwd += km * mc->ep_fwd;
+    /* what op-level checkpointing recomputes in the MoE and MLA layers
+     * beyond compute.c's dense layer (0 otherwise: op_sac_recompute) */
+    out->recompute += km * mc->sac_moe_fwd + kl * mc->sac_mla_fwd;
     if (mods & APS_RCM_MLA_UP_PROJ)
         out->recompute += kl * mc->mla_up_fwd;
     /* --moe-shared-expert-overlap (SharedExpertMLP on its own stream,

@@ -23,6 +23,18 @@
  *     @ 99fee81) are recomputed and not counted;
  *   - everything else (norms, RoPE, SiLU, routing, token gather and
  *     scatter, the experts' aten._grouped_mm) is recomputed in backward.
+ *     _grouped_mm is in neither list: PyTorch's partitioner
+ *     compute_intensive_ops (mm, bmm, addmm, _scaled_mm, the SDPA and
+ *     convolution kernels; torch/_functorch/partitioners.py
+ *     get_default_op_list), which TorchTitan's save set is built from
+ *     (activation_checkpoint.py _get_default_save_ops @ b5bcd76c), nor
+ *     the mm counter (mm_ops = aten.mm, aten.linear), so every expert
+ *     GEMM runs again in the backward.  NeMo AutoModel, whose policy is
+ *     TorchTitan's otherwise, alternates _grouped_mm with the mms for
+ *     this reason: "otherwise selective AC would recompute every expert
+ *     GEMM, matching full checkpointing" (nemo_automodel/components/
+ *     distributed/activation_checkpointing.py @ 36044ad3,
+ *     _SELECTIVE_AC_MATMUL_OPS).
  *
  * Forward mm order of a block (models/llama3/model/model.py Attention,
  * FeedForward; models/deepseek_v3/model/model.py Attention (MLA);
@@ -36,22 +48,46 @@
  * before the reduction).  The all-to-all that exchanges the per-expert
  * token counts (E integers, torchtitan/distributed/expert_parallel.py
  * _token_dispatch) is left out: under a kilobyte.
+ *
+ * The same walk gives what the backward recomputes (aps_op_sac_recompute):
+ * the forward seconds and weight elements of the mms it does not save
+ * (the even-numbered ones, the router gate, the experts' grouped mms);
+ * the elementwise ops it also recomputes are priced by the callers
+ * (compute.c layer_selective, moe.c).
  */
 #include "internal.h"
 
-/** Bytes saved so far and the mm counter of one checkpoint region. */
+/** Bytes saved so far and the mm counter of one checkpoint region, and
+ *  what its backward recomputes: the recomputed mms' forward seconds on
+ *  device d (none when d is NULL) in precision prec, and their weight
+ *  elements on one rank. */
 typedef struct {
     double bytes;
     int mm_count;
+    const aps_device *d;
+    aps_precision prec;
+    double secs;
+    double params;
 } sac_walk;
 
-/** One aten.mm of rows x cols bf16 outputs: saved when it is an
- *  odd-numbered mm of the region (the 1st, 3rd, ...). */
-static void sac_mm(sac_walk *w, double rows, double cols)
+/** A matmul of rows x cols outputs over inner the backward runs again. */
+static void sac_recompute(sac_walk *w, aps_precision p, double rows,
+                          double cols, double inner)
+{
+    w->params += cols * inner;
+    if (w->d != NULL)
+        w->secs += aps_gemm_time(w->d, p, rows, cols, inner);
+}
+
+/** One aten.mm of rows x cols bf16 outputs over inner: saved when it is
+ *  an odd-numbered mm of the region (the 1st, 3rd, ...), else recomputed. */
+static void sac_mm(sac_walk *w, double rows, double cols, double inner)
 {
     w->mm_count++;
     if (w->mm_count % 2 == 1)
         w->bytes += APS_ACT_BYTES * rows * cols;
+    else
+        sac_recompute(w, w->prec, rows, cols, inner);
 }
 
 /** One saved op output of rows x cols elements of `bytes` each. */
@@ -73,11 +109,11 @@ static void sac_gqa(sac_walk *w, const aps_model *m, double T, double tp)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    sac_mm(w, T, a * d / tp);
-    sac_mm(w, T, k * d / tp);
-    sac_mm(w, T, k * d / tp);
+    sac_mm(w, T, a * d / tp, h);
+    sac_mm(w, T, k * d / tp, h);
+    sac_mm(w, T, k * d / tp, h);
     sac_attention(w, T, a / tp, d);
-    sac_mm(w, T, h);
+    sac_mm(w, T, h, a * d / tp);
 }
 
 /** MLA (DeepSeek-V3): wq or wq_a + wq_b, wkv_a, wkv_b, the kernel, wo. */
@@ -88,40 +124,50 @@ static void sac_mla(sac_walk *w, const aps_model *m, double T, double tp)
     double dn = (double)m->qk_nope_head_dim, dr = (double)m->qk_rope_head_dim;
     double dv = (double)m->v_head_dim;
     if (qr > 0) {
-        sac_mm(w, T, qr);
-        sac_mm(w, T, a * (dn + dr) / tp);
+        sac_mm(w, T, qr, h);
+        sac_mm(w, T, a * (dn + dr) / tp, qr);
     } else {
-        sac_mm(w, T, a * (dn + dr) / tp);
+        sac_mm(w, T, a * (dn + dr) / tp, h);
     }
-    sac_mm(w, T, kr + dr);
-    sac_mm(w, T, a * (dn + dv) / tp);
+    sac_mm(w, T, kr + dr, h);
+    sac_mm(w, T, a * (dn + dv) / tp, kr);
     sac_attention(w, T, a / tp, dv);
-    sac_mm(w, T, h);
+    sac_mm(w, T, h, a * dv / tp);
 }
 
 /** A dense FFN of width f / tp: w1, w3, w2 (SwiGLU) or fc1, fc2. */
 static void sac_ffn(sac_walk *w, const aps_model *m, double T, double f,
                     double tp)
 {
+    double h = (double)m->hidden_size;
     if (f <= 0)
         return;
-    sac_mm(w, T, f / tp);
+    sac_mm(w, T, f / tp, h);
     if (m->mlp == APS_MLP_SWIGLU)
-        sac_mm(w, T, f / tp);
-    sac_mm(w, T, (double)m->hidden_size);
+        sac_mm(w, T, f / tp, h);
+    sac_mm(w, T, h, f / tp);
 }
 
 /** TorchTitan's MoE block (models/moe.py): the router's mm is forced to
- *  recompute, the experts' grouped mms are not in the save list; with
- *  expert parallelism and save_a2a the dispatch all-to-all output (the
- *  rows this rank's experts receive, T k x the load factor on the
- *  busiest rank) and the combine output (this rank's T k routed rows
- *  back) are saved; then the shared experts' FFN. */
+ *  recompute (per_op_sac_force_recompute_mm_shapes_by_fqns, its weight
+ *  in bf16 under FSDP2's mixed precision), the experts' grouped mms are
+ *  not in the save list and all recomputed (the file comment; their
+ *  forward seconds, with the busiest rank's rows, are moe.c's
+ *  aps_moe_experts_gemm_fwd; here their weight elements per routed
+ *  token, for the hardware FLOPs); with expert parallelism and save_a2a
+ *  the dispatch all-to-all output (the rows this rank's experts receive,
+ *  T k x the load factor on the busiest rank) and the combine output
+ *  (this rank's T k routed rows back) are saved; then the shared
+ *  experts' FFN. */
 static void sac_moe(sac_walk *w, const aps_model *m, const aps_training *t,
                     const aps_strategy *s, double T, double tp, bool save_a2a)
 {
     double h = (double)m->hidden_size, K = (double)m->experts_per_token;
-    if (aps_moe_ep(s) > 1 && save_a2a) {
+    double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
+    double fe = (double)m->moe_ffn_hidden_size, x = aps_moe_expert_width(m);
+    sac_recompute(w, APS_PREC_BF16, T, (double)m->num_experts, h);
+    w->params += K * (up * fe * x + x * fe);
+    if (s != NULL && aps_moe_ep(s) > 1 && save_a2a) {
         double routed = T * K;
         sac_save(w, routed * aps_moe_load_factor(t, s), h, APS_ACT_BYTES);
         sac_save(w, routed, h, APS_ACT_BYTES);
@@ -129,16 +175,17 @@ static void sac_moe(sac_walk *w, const aps_model *m, const aps_training *t,
     sac_ffn(w, m, T, (double)m->shared_expert_ffn_hidden_size, tp);
 }
 
-double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
-                              const aps_strategy *s, bool mla, bool moe)
+/** The walk of one layer's checkpoint region: attention MLA (mla) or GQA,
+ *  FFN the MoE block (moe) or the dense FFN, T tokens on a rank of tp
+ *  (sequence-split under sp); s NULL: no all-to-all output saved (the
+ *  weights alone, aps_op_sac_recompute_params). */
+static sac_walk sac_layer(const aps_model *m, const aps_training *t,
+                          const aps_strategy *s, const aps_device *d,
+                          double T, double tp, bool sp, bool mla, bool moe)
 {
-    double tp = (double)s->tp_degree;
-    double T = (double)t->seq_length / (double)s->cp_degree *
-               (double)s->micro_batch_size;
-    bool sp = s->tp_degree > 1 && s->sequence_parallel;
     double rep = sp ? tp : 1.0;
     double h = (double)m->hidden_size;
-    sac_walk w = {0.0, 0};
+    sac_walk w = {0.0, 0, d, t->precision, 0.0, 0.0};
     sac_save(&w, T, h / rep, APS_ACT_BYTES); /* the block input */
     if (mla)
         sac_mla(&w, m, T, tp);
@@ -150,7 +197,43 @@ double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
         sac_ffn(&w, m, T, (double)m->ffn_hidden_size, tp);
     if (sp) /* the reduce-scatter outputs after wo and w2 */
         sac_save(&w, T, 2.0 * h / tp, APS_ACT_BYTES);
-    return w.bytes;
+    return w;
+}
+
+/** sac_layer with one micro-batch of strategy s on one rank. */
+static sac_walk sac_rank_layer(const aps_model *m, const aps_training *t,
+                               const aps_strategy *s, const aps_device *d,
+                               bool mla, bool moe)
+{
+    double T = (double)t->seq_length / (double)s->cp_degree *
+               (double)s->micro_batch_size;
+    return sac_layer(m, t, s, d, T, (double)s->tp_degree,
+                     s->tp_degree > 1 && s->sequence_parallel, mla, moe);
+}
+
+double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
+                              const aps_strategy *s, bool mla, bool moe)
+{
+    return sac_rank_layer(m, t, s, NULL, mla, moe).bytes;
+}
+
+double aps_op_sac_layer_recompute(const aps_model *m, const aps_device *d,
+                                  const aps_training *t, const aps_strategy *s,
+                                  bool mla, bool moe)
+{
+    return sac_rank_layer(m, t, s, d, mla, moe).secs;
+}
+
+double aps_op_sac_recompute_params(const aps_model *m, const aps_training *t)
+{
+    bool mla = m->kv_lora_rank > 0;
+    double L = (double)m->num_layers;
+    double nm = m->num_experts > 0
+                    ? (double)aps_model_moe_layers_in(m, 0, m->num_layers) : 0.0;
+    double dense = sac_layer(m, t, NULL, NULL, 1.0, 1.0, false, mla, false).params;
+    double moe = nm > 0 ? sac_layer(m, t, NULL, NULL, 1.0, 1.0, false, mla, true).params
+                        : 0.0;
+    return L > 0 ? ((L - nm) * dense + nm * moe) / L : 0.0;
 }
 
 double aps_op_sac_bytes(const aps_model *m, const aps_training *t,

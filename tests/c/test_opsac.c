@@ -5,7 +5,8 @@
  * c4e2291: every other aten.mm, the attention output and its fp32
  * log-sum-exp, the all-to-all outputs; the router mm forced to
  * recompute; the experts' grouped mm not saved), hand-counted per op for
- * a small MoE block, and what the MoE deltas do through aps_estimate_run.
+ * a small MoE block, and what the MoE deltas do through aps_estimate_run;
+ * what its backward recomputes (every expert GEMM among it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -339,6 +340,59 @@ static void test_moe_full_recompute_transient(void **state)
     }
 }
 
+/* What the backward multiplies again (aps_op_sac_recompute_params), per
+ * token, full width, for small_moe (h 64, a = k = 4, d 16, f 128, 8
+ * experts of 32, top 2, shared 64):
+ *   dense layer: wk k d h = 4096, wo h a d = 4096, w3 f h = 8192:
+ *     16,384 (the formula compute.c had before the walk);
+ *   MoE layer: wk 4096, wo 4096, the router gate E h = 512, every expert
+ *     GEMM K (2 fe h + h fe) = 2 (4096 + 2048) = 12,288 (torchtitan
+ *     @ b5bcd76c saves no _grouped_mm), shared w3 fs h = 4096: 25,088;
+ *   mean over the 1 dense and 3 MoE layers: (16,384 + 3 x 25,088) / 4
+ *   = 22,912. */
+static void test_recompute_params(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    small_moe(&m, &t, &s);
+    assert_float_equal(aps_op_sac_recompute_params(&m, &t), 22912.0, 0.0);
+    m.num_experts = 0; /* a dense model: every layer 16,384 */
+    m.moe_first_dense_layers = 0;
+    assert_float_equal(aps_op_sac_recompute_params(&m, &t), 16384.0, 0.0);
+}
+
+/* The seconds the backward runs again in an MoE layer beyond the dense
+ * layer's (moe.c op_sac_recompute), from the shapes of the walk above at
+ * T = 256 tokens on one rank (ep 2: 4 local experts, T K = 512 routed
+ * rows at load 1, 128 per expert): plus the router gate (256 x 8 over
+ * 64, bf16) and the shared w3 (256 x 64 over 64), minus the dense w3
+ * (256 x 128 over 64), plus the experts' GEMMs 4 x (128 x 2 fe = 64 over
+ * 64 + 128 x 64 over 32) and the block's elementwise, cast, bias and
+ * router-kernel time; 0 under Megatron's selective recompute. */
+static void test_recompute_seconds(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s; aps_cluster c;
+    small_moe(&m, &t, &s);
+    fx_h100(&c, 2);
+    const aps_device *d = &c.device;
+    aps_moe_cost mc;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    double want = aps_gemm_time(d, APS_PREC_BF16, 256, 8, 64) +
+                  aps_gemm_time(d, t.precision, 256, 64, 64) -
+                  aps_gemm_time(d, t.precision, 256, 128, 64) +
+                  4.0 * (aps_gemm_time(d, t.precision, 128, 64, 64) +
+                         aps_gemm_time(d, t.precision, 128, 64, 32)) +
+                  mc.membound_fwd + mc.cast_fwd + mc.bias_fwd +
+                  mc.router_floor_fwd;
+    ASSERT_REL(mc.sac_moe_fwd, want, 1e-12);
+    assert_true(mc.sac_moe_fwd > 0.0);
+    assert_float_equal(mc.sac_mla_fwd, 0.0, 0.0);
+    t.framework = APS_FW_MEGATRON;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    assert_float_equal(mc.sac_moe_fwd, 0.0, 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +405,8 @@ int main(void)
         cmocka_unit_test(test_score_operand_no_ac),
         cmocka_unit_test(test_dsv3_16b_pr1672_alltoalls),
         cmocka_unit_test(test_ep_buffer_only_with_ep),
+        cmocka_unit_test(test_recompute_params),
+        cmocka_unit_test(test_recompute_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -899,6 +899,19 @@ typedef enum {
     APS_RMS_NORM_FRAMEWORK = 0, APS_RMS_NORM_TORCH_FP32, APS_RMS_NORM_TE
 } aps_rms_norm_backend;
 
+/** The attention kernel NeMo AutoModel's own model classes run (its
+ *  BackendConfig.attn, nemo_automodel/components/models/common/utils.py
+ *  @ 36044ad3): unset (TransformerEngine's, its default on a GPU with
+ *  TransformerEngine; a model built through transformers runs SDPA),
+ *  "te", "sdpa" (PyTorch's scaled_dot_product_attention) or "flex"
+ *  (FlexAttention).  The estimate reads it where op-level selective
+ *  checkpointing saves the kernel's output (sdpa, flex) or runs it again
+ *  (te: opsac.c); its efficiency is the software stack's (apsearch.stacks
+ *  attention_backend). */
+typedef enum {
+    APS_ATTN_FRAMEWORK = 0, APS_ATTN_TE, APS_ATTN_SDPA, APS_ATTN_FLEX
+} aps_attn_backend;
+
 /** What training.cuda_graphs capture: whole layers (APS_CG_LAYER), a set
  *  of Megatron-Core's per-layer modules (--cuda-graph-modules,
  *  transformer_config.py @ d98e8a64 CudaGraphModule: the bits ATTN, MLP,
@@ -1041,6 +1054,9 @@ typedef struct {
                                         kernel (BackendConfig.rms_norm);
                                         unset: the framework's (eager
                                         fp32 for AutoModel) */
+    aps_attn_backend attn_backend; /**< automodel: the attention kernel
+                                        (BackendConfig.attn); unset:
+                                        AutoModel's default */
     aps_flex_backend moe_flex_dispatcher_backend; /**< MoE, flex
                                         dispatcher: DeepEP (Megatron's
                                         default) or HybridEP; decides the

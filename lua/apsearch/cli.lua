@@ -1872,7 +1872,7 @@ local function cmd_estimate(args)
     out(json.format({ schema_version = require("apsearch.search").schema_version, estimate = est,
       notes = estimate_notes(p, opts, defaulted, also, inherited),
       inputs = { policy = p.from_policy or p.file, model = inputs.model, cluster = inputs.cluster,
-        training = require("apsearch.search").training_out(inputs.training, p.training), overrides = p.overrides,
+        training = inputs.training, overrides = p.overrides,
         stack = p.stack, calibration = p.calibration, from = p.from } }))
   else
     out(require("apsearch.format.breakdown").format(est, inputs, p.stack))

@@ -87,28 +87,6 @@ end
 -- table comes from, for its errors (M.context).
 M.BUILT_FROM = { model = "--model", cluster = "--cluster" }
 
---- Training fields the core takes no field for (src/lua/lconvert.c
--- FT_SKIP) that outputs and launch files read beside the core's: NeMo
--- AutoModel's attention kernel (apsearch.stacks attention_backend).
-M.LUA_TRAINING_FIELDS = { "attn_backend" }
-
---- The training table a result records: the core's (ctx:inputs()) with
--- the policy's M.LUA_TRAINING_FIELDS.
--- @tparam table core_training ctx:inputs().training
--- @tparam table|nil policy_training the normalized policy's training
--- @treturn table a copy when a field is added, else core_training
-function M.training_out(core_training, policy_training)
-  local out = core_training
-  for _, f in ipairs(M.LUA_TRAINING_FIELDS) do
-    local v = policy_training and policy_training[f]
-    if v ~= nil then
-      if out == core_training then out = util.copy(core_training) end
-      out[f] = v
-    end
-  end
-  return out
-end
-
 --- Creates the estimator context for a normalized policy.
 -- @tparam table policy normalized policy (apsearch.policy)
 -- @treturn userdata ctx
@@ -1180,7 +1158,7 @@ function M.run(policy, opts)
   local space_desc = space:describe()
   local inputs_out = {
     policy = policy.file, name = policy.name, model_source = policy.model_source,
-    model = inputs.model, cluster = inputs.cluster, training = M.training_out(inputs.training, policy.training),
+    model = inputs.model, cluster = inputs.cluster, training = inputs.training,
     search_space = space_desc,
     constraints = { allow_idle_devices = policy.constraints.allow_idle_devices, rules = rule_names },
     objective = objective_name, top_k = k,

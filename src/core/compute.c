@@ -463,9 +463,12 @@ double aps_mlp_fwd_time(const aps_model *m, const aps_device *d,
 /** Selective recompute: Megatron recomputes its recompute modules
  *  (aps_recompute_modules) -- of a layer the attention core (core_attn),
  *  the norms (layernorm) and a dense MLP (mlp; moe.c takes it off the MoE
- *  layers); with the fsdp2 profile TorchTitan's op-level checkpointing
- *  recomputes the even-numbered matmuls (wk, wo, w3 or fc2) and every
- *  elementwise op.  Needs out's attn_fwd and membound_fwd. */
+ *  layers); op-level checkpointing (TorchTitan, AutoModel) recomputes the
+ *  matmuls its walk does not save (opsac.c: under TorchTitan the
+ *  even-numbered wk, wo, w3 or fc2; under AutoModel's TransformerEngine
+ *  linears all of them), the attention kernel when the policy does not
+ *  see it, and every elementwise op.  Needs out's attn_fwd and
+ *  membound_fwd. */
 static void layer_selective(const aps_model *m, const aps_device *d,
                             const aps_training *t, const aps_strategy *s,
                             const layer_shape *x, aps_layer_cost *out)
@@ -480,15 +483,10 @@ static void layer_selective(const aps_model *m, const aps_device *d,
                  ? x->w.mlp_share * layer_mlp_fwd(m, d, t, x) : 0.0);
         return;
     }
-    aps_precision prec = t->precision;
-    double T = x->T, h = x->h, tp = x->tp;
-    double kd = x->k * x->dh / tp;
-    out->selective_fwd = aps_gemm_time(d, prec, T, kd, h) +
-                         aps_gemm_time(d, prec, T, h, x->a * x->dv / tp) +
-                         (m->mlp == APS_MLP_SWIGLU
-                              ? aps_gemm_time(d, prec, T, x->f / tp, h)
-                              : aps_gemm_time(d, prec, T, h, x->f / tp)) +
-                         out->membound_fwd;
+    out->selective_fwd =
+        aps_op_sac_layer_recompute(m, d, t, s, false, false) +
+        out->membound_fwd +
+        (aps_op_sac_attention_recomputed(t) ? out->attn_fwd : 0.0);
 }
 
 /** Fewer KV heads than TP ranks (x->k < x->kc): the all-gather of the

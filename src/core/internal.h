@@ -1650,10 +1650,9 @@ double aps_op_sac_bytes(const aps_model *m, const aps_training *t,
 double aps_op_sac_layer_bytes(const aps_model *m, const aps_training *t,
                               const aps_strategy *s, bool mla, bool moe);
 /** Forward seconds on device d of the matmuls one layer's backward runs
- *  again under TorchTitan's op-level selective checkpointing, per
- *  micro-batch on one rank: the even-numbered mms of its walk, and in
- *  an MoE block (moe) the router gate; the experts' grouped mms, also
- *  recomputed, are moe.c's (opsac.c). */
+ *  again under op-level selective checkpointing (TorchTitan, AutoModel),
+ *  per micro-batch on one rank: the mms its walk does not save (opsac.c),
+ *  the experts' grouped mms among them (aps_moe_grouped_fwd). */
 double aps_op_sac_layer_recompute(const aps_model *m, const aps_device *d,
                                   const aps_training *t, const aps_strategy *s,
                                   bool mla, bool moe);
@@ -1663,6 +1662,16 @@ double aps_op_sac_layer_recompute(const aps_model *m, const aps_device *d,
  *  gate and the routed experts' (k of them) matrices, full width
  *  (opsac.c; the hardware FLOPs, throughput.c). */
 double aps_op_sac_recompute_params(const aps_model *m, const aps_training *t);
+/** Whether the attention kernel runs again in the backward under
+ *  op-level selective checkpointing: AutoModel's own model classes with
+ *  TransformerEngine's attention (training.attn_backend te, their
+ *  default), which its policy does not see (opsac.c). */
+bool aps_op_sac_attention_recomputed(const aps_training *t);
+/** Whether op-level selective checkpointing saves the MoE dispatch and
+ *  combine outputs (TorchTitan's all-to-alls, training.sac_save_alltoall;
+ *  not AutoModel's DeepEP / HybridEP calls): else the backward dispatches
+ *  and combines again (opsac.c). */
+bool aps_op_sac_saves_dispatch(const aps_training *t);
 
 /** Activation bytes of one layer whose blocks are mix w (NULL: the
  *  model's mean layer, aps_hybrid_mix), per micro-batch on one rank
@@ -2083,6 +2092,18 @@ int64_t aps_moe_expert_shard(const aps_training *t, const aps_strategy *s,
 /** Busiest rank's load over the balanced share: training.moe_load_
  *  imbalance (0: APS_MOE_LOAD_IMBALANCE) capped by the capacity factor. */
 double aps_moe_load_factor(const aps_training *t, const aps_strategy *s);
+/** Rows the busiest rank's experts run per MoE layer and micro-batch:
+ *  the tokens entering the block (b s / cp, / tp under SP) x k x etp x
+ *  the load factor (aps_moe_load_factor). */
+double aps_moe_expert_rows(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s);
+/** Forward seconds of the experts' grouped GEMMs on the busiest rank per
+ *  MoE layer and micro-batch, down projection (down) or gate and up:
+ *  the E / ep local experts, each aps_moe_expert_rows / local rows, over
+ *  the expert width (aps_moe_expert_width) and fe / etp. */
+double aps_moe_grouped_fwd(const aps_model *m, const aps_device *d,
+                           const aps_training *t, const aps_strategy *s,
+                           bool down);
 /** Expected NVLink domains, other than the sender's, that one token's K
  *  routed experts (of E, spread evenly over `domains` domains) fall in:
  *  DeepEP's RDMA copies per token.  Uniform routing, or DeepSeek-V3's

@@ -836,28 +836,53 @@ static bool op_sac_on(const aps_training *t, const aps_strategy *s)
            s->layer_recompute == APS_RECOMPUTE_SELECTIVE;
 }
 
+double aps_moe_expert_rows(const aps_model *m, const aps_training *t,
+                           const aps_strategy *s)
+{
+    double T = (double)s->micro_batch_size * (double)t->seq_length /
+               (double)s->cp_degree;
+    if (s->tp_degree > 1 && s->sequence_parallel)
+        T /= (double)s->tp_degree; /* tokens entering the block */
+    return T * (double)m->experts_per_token * (double)aps_moe_etp(s) *
+           aps_moe_load_factor(t, s);
+}
+
+double aps_moe_grouped_fwd(const aps_model *m, const aps_device *d,
+                           const aps_training *t, const aps_strategy *s,
+                           bool down)
+{
+    double local = (double)m->num_experts / (double)aps_moe_ep(s);
+    double rows = aps_moe_expert_rows(m, t, s) / local;
+    double fe = (double)m->moe_ffn_hidden_size / (double)aps_moe_etp(s);
+    double w = aps_moe_expert_width(m);
+    double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
+    return local * (down ? aps_gemm_time(d, t->precision, rows, w, fe)
+                         : aps_gemm_time(d, t->precision, rows, up * fe, w));
+}
+
 /** Under op-level selective checkpointing, what the backward recomputes
  *  beyond the dense GQA layer's (compute.c layer_selective's
- *  selective_fwd): per MLA layer its walk's mms against GQA's
- *  (sac_mla_fwd); per MoE layer (sac_moe_fwd, `experts` > 0 the
- *  seconds of the experts' grouped mms on the busiest rank) the block's
- *  mms against the dense FFN's (the router gate, the shared expert's
- *  alternate mms), every expert GEMM, and the block's elementwise work,
- *  casts, bias adds and router kernels, all recomputed. */
+ *  selective_fwd, whose walk is opsac.c's): per MLA layer its walk's mms
+ *  against GQA's, and its attention's difference when the attention
+ *  kernel runs again (sac_mla_fwd); per MoE layer (sac_moe_fwd) the
+ *  block's walk against the dense FFN's (the router gate, the expert
+ *  GEMMs the policy does not save, the shared expert's) and the block's
+ *  elementwise work, casts, bias adds and router kernels, all
+ *  recomputed. */
 static void op_sac_recompute(const aps_model *m, const aps_device *d,
                              const aps_training *t, const aps_strategy *s,
-                             double experts, aps_moe_cost *out)
+                             aps_moe_cost *out)
 {
     bool mla = m->kv_lora_rank > 0;
     double dense = aps_op_sac_layer_recompute(m, d, t, s, mla, false);
-    if (experts <= 0.0) {
-        if (mla)
-            out->sac_mla_fwd = dense - aps_op_sac_layer_recompute(
-                                           m, d, t, s, false, false);
+    if (mla)
+        out->sac_mla_fwd =
+            dense - aps_op_sac_layer_recompute(m, d, t, s, false, false) +
+            (aps_op_sac_attention_recomputed(t) ? out->mla_attn_fwd : 0.0);
+    if (m->num_experts <= 0)
         return;
-    }
     out->sac_moe_fwd = aps_op_sac_layer_recompute(m, d, t, s, mla, true) -
-                       dense + experts + out->membound_fwd + out->cast_fwd +
+                       dense + out->membound_fwd + out->cast_fwd +
                        out->bias_fwd + out->router_floor_fwd;
 }
 
@@ -945,10 +970,11 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     } else if (aps_model_has_msa(m)) {
         aps_msa_layer_cost(m, d, t, s, out);
     }
-    if (op_sac_on(t, s))
-        op_sac_recompute(m, d, t, s, 0.0, out);
-    if (m->num_experts <= 0)
+    if (m->num_experts <= 0) {
+        if (op_sac_on(t, s))
+            op_sac_recompute(m, d, t, s, out);
         return;
+    }
 
     double E = (double)m->num_experts, K = (double)m->experts_per_token;
     double ep = (double)aps_moe_ep(s), etp = (double)aps_moe_etp(s);
@@ -958,8 +984,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     double local = E / ep;
     double load = aps_moe_load_factor(t, s);
     double Tin = T / rep;                 /* tokens entering the block */
-    double Te = Tin * K * etp * load;     /* rows the busiest rank runs */
-    double Mexp = Te / local;             /* rows of each local expert */
+    double Te = aps_moe_expert_rows(m, t, s); /* rows the busiest rank runs */
     /* the rows the experts' saved tensors have: the static budget under
      * a rank capacity factor (padding rows included), else the busiest
      * rank's; none kept per layer when the paged stash takes them
@@ -980,9 +1005,8 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     if (fs > 0)
         g += aps_gemm_time(d, prec, T, up * fs / tp, h) +
              aps_gemm_time(d, prec, T, h, fs / tp);
-    double experts = local * (aps_gemm_time(d, prec, Mexp, up * fe / etp, w) +
-                              aps_gemm_time(d, prec, Mexp, w, fe / etp));
-    g += experts;
+    g += aps_moe_grouped_fwd(m, d, t, s, false) +
+         aps_moe_grouped_fwd(m, d, t, s, true);
     if (l > 0)
         g += aps_gemm_time(d, prec, Tin, l, h) + aps_gemm_time(d, prec, Tin, h, l);
     out->gemm_fwd = g;
@@ -1165,7 +1189,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     aps_kernel_program_build(m, t, s, NULL, &k);
     aps_router_floor(d, &k, out);
     if (op_sac_on(t, s))
-        op_sac_recompute(m, d, t, s, experts, out);
+        op_sac_recompute(m, d, t, s, out);
 }
 
 void aps_moe_stage(const aps_model *m, const aps_training *t,
@@ -1218,7 +1242,7 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
      * its save list (torchtitan c4e2291, PR 1672; training.
      * sac_save_alltoall = false): the backward's recompute dispatches and
      * combines again, as under the moe module above */
-    if (op_sac_on(t, s) && !aps_recipe_sac_save_a2a(t))
+    if (op_sac_on(t, s) && !aps_op_sac_saves_dispatch(t))
         out->ep_bwd += km * mc->ep_fwd;
     /* what op-level checkpointing recomputes in the MoE and MLA layers
      * beyond compute.c's dense layer (0 otherwise: op_sac_recompute) */

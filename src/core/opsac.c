@@ -49,19 +49,90 @@
  * token counts (E integers, torchtitan/distributed/expert_parallel.py
  * _token_dispatch) is left out: under a kilobyte.
  *
- * The same walk gives what the backward recomputes (aps_op_sac_recompute):
- * the forward seconds and weight elements of the mms it does not save
- * (the even-numbered ones, the router gate, the experts' grouped mms);
- * the elementwise ops it also recomputes are priced by the callers
- * (compute.c layer_selective, moe.c).
+ * NeMo AutoModel's policy (nemo_automodel/components/distributed/
+ * activation_checkpointing.py make_selective_checkpoint_context_fn @
+ * 36044ad3, the same for MoE blocks, moe/parallelizer.py apply_ac) is
+ * TorchTitan's with three differences, and its own model classes add a
+ * fourth:
+ *   - no mm is forced to recompute: the router gate (F.linear on the
+ *     Gate's weight, moe/layers.py Gate.forward) is counted;
+ *   - aten._grouped_mm alternates with the mms (_SELECTIVE_AC_MATMUL_OPS;
+ *     the torch_mm experts run two, gate_up and down: moe/experts.py
+ *     _torch_mm_experts_fwd);
+ *   - DeepEP's and HybridEP's dispatch and combine are Python calls into
+ *     their extension, not ops the policy sees: recomputed, so the
+ *     backward dispatches and combines again (taken for the torch
+ *     dispatcher too, whose all-gather runs again but whose
+ *     reduce-scatter output is saved: an upper bound there);
+ *   - its own model classes build their linears with backend.linear,
+ *     TransformerEngine's by default, and their attention with
+ *     backend.attn, TransformerEngine's by default: TransformerEngine's
+ *     GEMM and fused-attention kernels are pybind11 calls
+ *     (transformer_engine/pytorch/cpp_extensions, TransformerEngine
+ *     d0067d0d), not PyTorch operators, so the policy never sees them:
+ *     they are neither saved nor counted and run again in the backward.
+ *     With backend.attn sdpa or flex the attention kernel is an operator
+ *     of the save set again.
+ * A model AutoModel builds through transformers (training.
+ * transformers_model: nn.Linear, SDPA) is walked as TorchTitan's.
+ * The walk puts the shared experts after the routed ones, as TorchTitan
+ * runs them; AutoModel runs them first, which changes no count (they are
+ * TransformerEngine linears).
+ *
+ * The same walk gives what the backward recomputes
+ * (aps_op_sac_layer_recompute): the forward seconds and weight elements
+ * of the mms it does not save (the even-numbered ones, the router gate
+ * under TorchTitan, TorchTitan's every grouped mm, AutoModel's
+ * TransformerEngine linears) and whether the attention kernel runs again
+ * (aps_op_sac_attention_recomputed); the elementwise ops it also
+ * recomputes are priced by the callers (compute.c layer_selective,
+ * moe.c).
  */
 #include "internal.h"
+
+/** What a framework's policy sees and saves (the file comment). */
+typedef struct {
+    bool linears_counted;  /**< linears are aten.mm ops of the count;
+                                false: TransformerEngine's, recomputed */
+    bool attention_saved;  /**< the attention kernel is in the save set */
+    bool router_counted;   /**< the router gate is an mm of the count;
+                                false: forced to recompute (TorchTitan) */
+    bool grouped_counted;  /**< the grouped mms alternate with the mms;
+                                false: all recomputed (TorchTitan) */
+    bool dispatch_saved;   /**< the dispatch and combine outputs are saved */
+} sac_policy;
+
+/** TorchTitan's policy, or AutoModel's on its own model classes. */
+static sac_policy sac_policy_of(const aps_training *t)
+{
+    sac_policy p = {true, true, false, false, aps_recipe_sac_save_a2a(t)};
+    if (t->framework == APS_FW_AUTOMODEL && !t->transformers_model) {
+        p.linears_counted = false;
+        p.attention_saved = t->attn_backend == APS_ATTN_SDPA ||
+                            t->attn_backend == APS_ATTN_FLEX;
+        p.router_counted = true;
+        p.grouped_counted = true;
+        p.dispatch_saved = false;
+    }
+    return p;
+}
+
+bool aps_op_sac_attention_recomputed(const aps_training *t)
+{
+    return !sac_policy_of(t).attention_saved;
+}
+
+bool aps_op_sac_saves_dispatch(const aps_training *t)
+{
+    return sac_policy_of(t).dispatch_saved;
+}
 
 /** Bytes saved so far and the mm counter of one checkpoint region, and
  *  what its backward recomputes: the recomputed mms' forward seconds on
  *  device d (none when d is NULL) in precision prec, and their weight
  *  elements on one rank. */
 typedef struct {
+    sac_policy pol;
     double bytes;
     int mm_count;
     const aps_device *d;
@@ -90,16 +161,29 @@ static void sac_mm(sac_walk *w, double rows, double cols, double inner)
         sac_recompute(w, w->prec, rows, cols, inner);
 }
 
+/** A linear layer of the block: an aten.mm of the count, or under
+ *  AutoModel's TransformerEngine linears recomputed and not counted. */
+static void sac_linear(sac_walk *w, double rows, double cols, double inner)
+{
+    if (w->pol.linears_counted)
+        sac_mm(w, rows, cols, inner);
+    else
+        sac_recompute(w, w->prec, rows, cols, inner);
+}
+
 /** One saved op output of rows x cols elements of `bytes` each. */
 static void sac_save(sac_walk *w, double rows, double cols, double bytes)
 {
     w->bytes += bytes * rows * cols;
 }
 
-/** The attention kernel: its output (heads x value width, bf16) and its
- *  fp32 log-sum-exp, one per head and token, on one TP rank. */
+/** The attention kernel: when the policy saves it, its output (heads x
+ *  value width, bf16) and its fp32 log-sum-exp, one per head and token,
+ *  on one TP rank (its time, when recomputed, is the caller's). */
 static void sac_attention(sac_walk *w, double T, double heads, double dv)
 {
+    if (!w->pol.attention_saved)
+        return;
     sac_save(w, T, heads * dv, APS_ACT_BYTES);
     sac_save(w, T, heads, APS_FP32_BYTES);
 }
@@ -109,11 +193,11 @@ static void sac_gqa(sac_walk *w, const aps_model *m, double T, double tp)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    sac_mm(w, T, a * d / tp, h);
-    sac_mm(w, T, k * d / tp, h);
-    sac_mm(w, T, k * d / tp, h);
+    sac_linear(w, T, a * d / tp, h);
+    sac_linear(w, T, k * d / tp, h);
+    sac_linear(w, T, k * d / tp, h);
     sac_attention(w, T, a / tp, d);
-    sac_mm(w, T, h, a * d / tp);
+    sac_linear(w, T, h, a * d / tp);
 }
 
 /** MLA (DeepSeek-V3): wq or wq_a + wq_b, wkv_a, wkv_b, the kernel, wo. */
@@ -124,15 +208,15 @@ static void sac_mla(sac_walk *w, const aps_model *m, double T, double tp)
     double dn = (double)m->qk_nope_head_dim, dr = (double)m->qk_rope_head_dim;
     double dv = (double)m->v_head_dim;
     if (qr > 0) {
-        sac_mm(w, T, qr, h);
-        sac_mm(w, T, a * (dn + dr) / tp, qr);
+        sac_linear(w, T, qr, h);
+        sac_linear(w, T, a * (dn + dr) / tp, qr);
     } else {
-        sac_mm(w, T, a * (dn + dr) / tp, h);
+        sac_linear(w, T, a * (dn + dr) / tp, h);
     }
-    sac_mm(w, T, kr + dr, h);
-    sac_mm(w, T, a * (dn + dv) / tp, kr);
+    sac_linear(w, T, kr + dr, h);
+    sac_linear(w, T, a * (dn + dv) / tp, kr);
     sac_attention(w, T, a / tp, dv);
-    sac_mm(w, T, h, a * dv / tp);
+    sac_linear(w, T, h, a * dv / tp);
 }
 
 /** A dense FFN of width f / tp: w1, w3, w2 (SwiGLU) or fc1, fc2. */
@@ -142,36 +226,64 @@ static void sac_ffn(sac_walk *w, const aps_model *m, double T, double f,
     double h = (double)m->hidden_size;
     if (f <= 0)
         return;
-    sac_mm(w, T, f / tp, h);
+    sac_linear(w, T, f / tp, h);
     if (m->mlp == APS_MLP_SWIGLU)
-        sac_mm(w, T, f / tp, h);
-    sac_mm(w, T, h, f / tp);
+        sac_linear(w, T, f / tp, h);
+    sac_linear(w, T, h, f / tp);
 }
 
-/** TorchTitan's MoE block (models/moe.py): the router's mm is forced to
- *  recompute (per_op_sac_force_recompute_mm_shapes_by_fqns, its weight
- *  in bf16 under FSDP2's mixed precision), the experts' grouped mms are
- *  not in the save list and all recomputed (the file comment; their
- *  forward seconds, with the busiest rank's rows, are moe.c's
- *  aps_moe_experts_gemm_fwd; here their weight elements per routed
- *  token, for the hardware FLOPs); with expert parallelism and save_a2a
- *  the dispatch all-to-all output (the rows this rank's experts receive,
- *  T k x the load factor on the busiest rank) and the combine output
- *  (this rank's T k routed rows back) are saved; then the shared
- *  experts' FFN. */
-static void sac_moe(sac_walk *w, const aps_model *m, const aps_training *t,
-                    const aps_strategy *s, double T, double tp, bool save_a2a)
+/** One of the experts' grouped mms (down: the down projection, else
+ *  gate and up), full width per routed token in weight elements: saved
+ *  when the policy counts it and it is odd-numbered (the busiest rank's
+ *  rows, bf16), else recomputed (moe.c aps_moe_grouped_fwd's seconds).
+ *  s NULL: the weights alone. */
+static void sac_grouped(sac_walk *w, const aps_model *m,
+                        const aps_training *t, const aps_strategy *s,
+                        bool down)
 {
-    double h = (double)m->hidden_size, K = (double)m->experts_per_token;
     double up = m->mlp == APS_MLP_SWIGLU ? 2.0 : 1.0;
     double fe = (double)m->moe_ffn_hidden_size, x = aps_moe_expert_width(m);
-    sac_recompute(w, APS_PREC_BF16, T, (double)m->num_experts, h);
-    w->params += K * (up * fe * x + x * fe);
-    if (s != NULL && aps_moe_ep(s) > 1 && save_a2a) {
+    double cols = down ? x : up * fe, K = (double)m->experts_per_token;
+    if (w->pol.grouped_counted) {
+        w->mm_count++;
+        if (w->mm_count % 2 == 1) {
+            if (s != NULL)
+                sac_save(w, aps_moe_expert_rows(m, t, s),
+                         down ? cols : cols / (double)aps_moe_etp(s),
+                         APS_ACT_BYTES);
+            return;
+        }
+    }
+    w->params += K * cols * (down ? fe : x);
+    if (w->d != NULL && s != NULL)
+        w->secs += aps_moe_grouped_fwd(m, w->d, t, s, down);
+}
+
+/** The MoE block (TorchTitan models/moe.py; AutoModel moe/layers.py
+ *  MoE.forward): the router gate (forced to recompute under TorchTitan,
+ *  per_op_sac_force_recompute_mm_shapes_by_fqns, in bf16 under FSDP2's
+ *  mixed precision; an mm of the count under AutoModel), with expert
+ *  parallelism and a saved dispatch the dispatch output (the rows this
+ *  rank's experts receive, T k x the load factor on the busiest rank) and
+ *  the combine output (this rank's T k routed rows back), the experts'
+ *  two grouped mms, then the shared experts' FFN.  s NULL: the weights
+ *  alone. */
+static void sac_moe(sac_walk *w, const aps_model *m, const aps_training *t,
+                    const aps_strategy *s, double T, double tp)
+{
+    double h = (double)m->hidden_size, K = (double)m->experts_per_token;
+    double E = (double)m->num_experts;
+    if (w->pol.router_counted)
+        sac_mm(w, T, E, h);
+    else
+        sac_recompute(w, APS_PREC_BF16, T, E, h);
+    if (s != NULL && aps_moe_ep(s) > 1 && w->pol.dispatch_saved) {
         double routed = T * K;
         sac_save(w, routed * aps_moe_load_factor(t, s), h, APS_ACT_BYTES);
         sac_save(w, routed, h, APS_ACT_BYTES);
     }
+    sac_grouped(w, m, t, s, false);
+    sac_grouped(w, m, t, s, true);
     sac_ffn(w, m, T, (double)m->shared_expert_ffn_hidden_size, tp);
 }
 
@@ -185,14 +297,14 @@ static sac_walk sac_layer(const aps_model *m, const aps_training *t,
 {
     double rep = sp ? tp : 1.0;
     double h = (double)m->hidden_size;
-    sac_walk w = {0.0, 0, d, t->precision, 0.0, 0.0};
+    sac_walk w = {sac_policy_of(t), 0.0, 0, d, t->precision, 0.0, 0.0};
     sac_save(&w, T, h / rep, APS_ACT_BYTES); /* the block input */
     if (mla)
         sac_mla(&w, m, T, tp);
     else
         sac_gqa(&w, m, T, tp);
     if (moe)
-        sac_moe(&w, m, t, s, T / rep, tp, aps_recipe_sac_save_a2a(t));
+        sac_moe(&w, m, t, s, T / rep, tp);
     else
         sac_ffn(&w, m, T, (double)m->ffn_hidden_size, tp);
     if (sp) /* the reduce-scatter outputs after wo and w2 */

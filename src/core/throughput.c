@@ -97,7 +97,8 @@ static double flops_step(const aps_model *m, const aps_training *t,
                    B * recomputed * (matmul + attn + indexer);
     if (selective)
         flops += B * L * (aps_profile(t)->op_sac_selective
-                              ? 2.0 * S * aps_op_sac_recompute_params(m, t)
+                              ? 2.0 * S * aps_op_sac_recompute_params(m, t) +
+                                    (aps_op_sac_attention_recomputed(t) ? attn : 0.0)
                               : attn);
     return flops;
 }

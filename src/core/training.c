@@ -144,6 +144,20 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 aps_framework_name(t->framework));
         return APS_EINVAL;
     }
+    if ((int)t->attn_backend < APS_ATTN_FRAMEWORK ||
+        t->attn_backend > APS_ATTN_FLEX) {
+        aps_fmt(err, n, "training.attn_backend: unknown backend %d",
+                (int)t->attn_backend);
+        return APS_EINVAL;
+    }
+    if (t->attn_backend != APS_ATTN_FRAMEWORK &&
+        t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.attn_backend: NeMo AutoModel's "
+                "BackendConfig.attn (framework automodel); framework %s "
+                "runs its own attention kernel",
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
     if (t->moe_flex_dispatcher_backend < APS_FLEX_DEEPEP ||
         t->moe_flex_dispatcher_backend > APS_FLEX_HYBRIDEP) {
         aps_fmt(err, n, "training.moe_flex_dispatcher_backend: unknown "

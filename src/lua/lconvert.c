@@ -97,6 +97,9 @@ APSL_ENUM(enum_mem_kind, "reserved, allocated, device",
           {"device", APS_MEM_KIND_DEVICE});
 APSL_ENUM(enum_rms_norm_backend, "torch_fp32, te",
           {"torch_fp32", APS_RMS_NORM_TORCH_FP32}, {"te", APS_RMS_NORM_TE});
+APSL_ENUM(enum_attn_backend, "te, sdpa, flex",
+          {"te", APS_ATTN_TE}, {"sdpa", APS_ATTN_SDPA},
+          {"flex", APS_ATTN_FLEX});
 APSL_ENUM(enum_flex_backend, "deepep, hybridep",
           {"deepep", APS_FLEX_DEEPEP}, {"hybridep", APS_FLEX_HYBRIDEP});
 APSL_ENUM(enum_cuda_graph_scope,
@@ -475,6 +478,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, moe_router_fusion, FT_BOOL, NULL),
     FLD(aps_training, cutedsl_fused_grouped_mlp, FT_BOOL, NULL),
     FLD(aps_training, rms_norm_backend, FT_OENUM, &enum_rms_norm_backend),
+    FLD(aps_training, attn_backend, FT_OENUM, &enum_attn_backend),
     FLD(aps_training, moe_flex_dispatcher_backend, FT_ENUM, &enum_flex_backend),
     FLD(aps_training, moe_shared_expert_overlap, FT_OBOOL, NULL),
     FLD(aps_training, overlap_moe_expert_parallel_comm, FT_OBOOL, NULL),
@@ -523,9 +527,6 @@ static const apsl_field training_fields[] = {
     /* the software release (training.software): its release line's settings
      * are written into the training table in Lua (apsearch.stacks) */
     {"software", 8, FT_SKIP, -1, 1, 0, NULL},
-    /* NeMo AutoModel's attention kernel (training.attn_backend): its
-     * efficiency is the stack's, applied to the device in Lua */
-    {"attn_backend", 12, FT_SKIP, -1, 1, 0, NULL},
 };
 
 /* Strategy fields, in this index order (used for aliases and arrays). */

@@ -393,6 +393,87 @@ static void test_recompute_seconds(void **state)
     assert_float_equal(mc.sac_moe_fwd, 0.0, 0.0);
 }
 
+/* NeMo AutoModel's policy on its own model classes (opsac.c file
+ * comment): TransformerEngine linears and attention unseen, the router
+ * gate and the two grouped mms counted, DeepEP's dispatch not saved.
+ * small_moe's MoE block, T = 256, Te = 256 x 2 = 512 routed rows:
+ *   block input               2 T h      = 2*256*64   = 32,768
+ *   wq, wk, wv, wo, attention: TransformerEngine's, nothing saved
+ *   mm 1 router gate (saved)  2 T E      = 2*256*8    =  4,096
+ *   mm 2 grouped gate_up (recomputed)
+ *   mm 3 grouped down (saved) 2 Te h     = 2*512*64   = 65,536
+ *   shared w1, w3, w2: TransformerEngine's, nothing saved
+ *   total 102,400; a dense block keeps its input alone, 32,768.
+ * With backend.attn sdpa the attention output (2 T a d = 32,768) and
+ * its log-sum-exp (4 T a = 4,096) are saved: 139,264 and 69,632.  A
+ * model built through transformers is walked as TorchTitan's (ep 1:
+ * 200,704, test_moe_block_gqa). */
+static void test_automodel_block_bytes(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    small_moe(&m, &t, &s);
+    t.framework = APS_FW_AUTOMODEL;
+    assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, false, true),
+                       102400.0, 0.0);
+    assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 32768.0, 0.0);
+    assert_true(aps_op_sac_attention_recomputed(&t));
+    assert_false(aps_op_sac_saves_dispatch(&t));
+    t.attn_backend = APS_ATTN_SDPA;
+    assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, false, true),
+                       139264.0, 0.0);
+    assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 69632.0, 0.0);
+    assert_false(aps_op_sac_attention_recomputed(&t));
+    t.attn_backend = APS_ATTN_FRAMEWORK;
+    t.transformers_model = true;
+    s.ep_degree = 1;
+    assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, false, true),
+                       200704.0, 0.0);
+}
+
+/* AutoModel's recompute, per token and full width (weights): a dense
+ * layer every linear, 4 x 4096 + 3 x 8192 = 40,960; an MoE layer the
+ * attention's 16,384, the grouped gate_up K 2 fe h = 8192 (mm 2; the
+ * router gate and the down projection saved) and the shared expert's
+ * 3 x 4096: 36,864; mean (40,960 + 3 x 36,864) / 4 = 37,888.  Seconds
+ * beyond the dense layer: the gate_up GEMMs, 4 local experts x (128
+ * rows x 64 over 64), and the shared expert's three (256 x 64 over 64,
+ * twice, and 256 x 64 over 64) less the dense FFN's (256 x 128 over 64,
+ * twice, and 256 x 64 over 128), and the block's elementwise work. */
+static void test_automodel_recompute(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s; aps_cluster c;
+    small_moe(&m, &t, &s);
+    t.framework = APS_FW_AUTOMODEL;
+    assert_float_equal(aps_op_sac_recompute_params(&m, &t), 37888.0, 0.0);
+    fx_h100(&c, 2);
+    const aps_device *d = &c.device;
+    aps_precision p = t.precision;
+    aps_moe_cost mc;
+    aps_moe_layer_cost(&m, &c, &t, &s, &mc);
+    double want = 4.0 * aps_gemm_time(d, p, 128, 64, 64) +
+                  3.0 * aps_gemm_time(d, p, 256, 64, 64) -
+                  2.0 * aps_gemm_time(d, p, 256, 128, 64) -
+                  aps_gemm_time(d, p, 256, 64, 128) + mc.membound_fwd +
+                  mc.cast_fwd + mc.bias_fwd + mc.router_floor_fwd;
+    ASSERT_REL(mc.sac_moe_fwd, want, 1e-12);
+}
+
+/* The attention backend is AutoModel's setting: refused elsewhere. */
+static void test_attn_backend_automodel_only(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    small_moe(&m, &t, &s);
+    t.attn_backend = APS_ATTN_FLEX;
+    char err[256] = "";
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "training.attn_backend: NeMo AutoModel's"));
+    t.framework = APS_FW_AUTOMODEL;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +488,9 @@ int main(void)
         cmocka_unit_test(test_ep_buffer_only_with_ep),
         cmocka_unit_test(test_recompute_params),
         cmocka_unit_test(test_recompute_seconds),
+        cmocka_unit_test(test_automodel_block_bytes),
+        cmocka_unit_test(test_automodel_recompute),
+        cmocka_unit_test(test_attn_backend_automodel_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

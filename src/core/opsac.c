@@ -64,11 +64,14 @@
  *     backward dispatches and combines again (taken for the torch
  *     dispatcher too, whose all-gather runs again but whose
  *     reduce-scatter output is saved: an upper bound there);
- *   - its own model classes build their linears with backend.linear,
- *     TransformerEngine's by default, and their attention with
- *     backend.attn, TransformerEngine's by default: TransformerEngine's
- *     GEMM and fused-attention kernels are pybind11 calls
- *     (transformer_engine/pytorch/cpp_extensions, TransformerEngine
+ *   - its own model classes build their attention with backend.attn,
+ *     TransformerEngine's by default, and its own MoE classes their
+ *     linears with backend.linear, TransformerEngine's by default
+ *     (initialize_linear_module: models/{deepseek_v3,qwen3_moe,gpt_oss,
+ *     glm4_moe,...}; the dense llama, qwen2 and qwen3 classes build
+ *     nn.Linear, models/llama/model.py:112-125, 267-269):
+ *     TransformerEngine's GEMM and fused-attention kernels are pybind11
+ *     calls (transformer_engine/pytorch/cpp_extensions, TransformerEngine
  *     d0067d0d), not PyTorch operators, so the policy never sees them:
  *     they are neither saved nor counted and run again in the backward.
  *     With backend.attn sdpa or flex the attention kernel is an operator
@@ -102,12 +105,13 @@ typedef struct {
     bool dispatch_saved;   /**< the dispatch and combine outputs are saved */
 } sac_policy;
 
-/** TorchTitan's policy, or AutoModel's on its own model classes. */
-static sac_policy sac_policy_of(const aps_training *t)
+/** TorchTitan's policy, or AutoModel's on its own model classes (m NULL:
+ *  what does not depend on the model). */
+static sac_policy sac_policy_of(const aps_model *m, const aps_training *t)
 {
     sac_policy p = {true, true, false, false, aps_recipe_sac_save_a2a(t)};
     if (t->framework == APS_FW_AUTOMODEL && !t->transformers_model) {
-        p.linears_counted = false;
+        p.linears_counted = m == NULL || m->num_experts <= 0;
         p.attention_saved = t->attn_backend == APS_ATTN_SDPA ||
                             t->attn_backend == APS_ATTN_FLEX;
         p.router_counted = true;
@@ -119,12 +123,12 @@ static sac_policy sac_policy_of(const aps_training *t)
 
 bool aps_op_sac_attention_recomputed(const aps_training *t)
 {
-    return !sac_policy_of(t).attention_saved;
+    return !sac_policy_of(NULL, t).attention_saved;
 }
 
 bool aps_op_sac_saves_dispatch(const aps_training *t)
 {
-    return sac_policy_of(t).dispatch_saved;
+    return sac_policy_of(NULL, t).dispatch_saved;
 }
 
 /** Bytes saved so far and the mm counter of one checkpoint region, and
@@ -297,7 +301,7 @@ static sac_walk sac_layer(const aps_model *m, const aps_training *t,
 {
     double rep = sp ? tp : 1.0;
     double h = (double)m->hidden_size;
-    sac_walk w = {sac_policy_of(t), 0.0, 0, d, t->precision, 0.0, 0.0};
+    sac_walk w = {sac_policy_of(m, t), 0.0, 0, d, t->precision, 0.0, 0.0};
     sac_save(&w, T, h / rep, APS_ACT_BYTES); /* the block input */
     if (mla)
         sac_mla(&w, m, T, tp);

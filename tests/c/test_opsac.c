@@ -407,7 +407,9 @@ static void test_recompute_seconds(void **state)
  * With backend.attn sdpa the attention output (2 T a d = 32,768) and
  * its log-sum-exp (4 T a = 4,096) are saved: 139,264 and 69,632.  A
  * model built through transformers is walked as TorchTitan's (ep 1:
- * 200,704, test_moe_block_gqa). */
+ * 200,704, test_moe_block_gqa).  A dense model's own class (llama)
+ * builds nn.Linear: TorchTitan's dense walk less the TransformerEngine
+ * attention's output and log-sum-exp, 233,472 - 36,864 = 196,608. */
 static void test_automodel_block_bytes(void **state)
 {
     (void)state;
@@ -429,6 +431,10 @@ static void test_automodel_block_bytes(void **state)
     s.ep_degree = 1;
     assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, false, true),
                        200704.0, 0.0);
+    t.transformers_model = false;
+    m.num_experts = 0;
+    m.moe_first_dense_layers = 0;
+    assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 196608.0, 0.0);
 }
 
 /* AutoModel's recompute, per token and full width (weights): a dense

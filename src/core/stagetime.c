@@ -277,13 +277,21 @@ static void stage_offload(const aps_model *m, const aps_cluster *c,
  *  kernels, and the GPU forward of one MoE layer before its dispatch sync
  *  (attention, norm, router: the layer's forward without the FFN it
  *  replaces) and after it (the MoE block and its exposed dispatch and
- *  combine), each with its kernels' gaps. */
-static void stage_host(const aps_cluster *c, const aps_layout *lay,
+ *  combine), each with its kernels' gaps.  The layers whose forward
+ *  kernels the backward launches again: the fully recomputed ones, and
+ *  under op-level selective checkpointing every layer (opsac.c: every
+ *  elementwise op runs again; the few saved matmuls' launches among
+ *  them are counted too, an upper bound). */
+static void stage_host(const aps_cluster *c, const aps_training *t,
+                       const aps_strategy *s, const aps_layout *lay,
                        const aps_layer_cost *lc, const aps_moe_stage_cost *mo,
                        int64_t i, double layer_fwd, aps_stage_time *st)
 {
     double L = (double)aps_layout_run_layers(lay, i);
     double rc = (double)aps_layout_run_recompute(lay, i);
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
+        aps_profile(t)->op_sac_selective)
+        rc = L;
     aps_launch_costs host = aps_host_launch_costs(&c->device);
     aps_launch_costs gap = aps_gpu_gap_costs(&c->device);
     aps_host_stage(&host, &lc->host, L, mo->moe_layers, rc, &st->host);
@@ -323,7 +331,7 @@ void aps_stage_time_build(const aps_model *m, const aps_cluster *c,
     stage_cp(t, s, lay, lc, i, st);
     aps_fsdp_stage_times(m, c, t, s, lay, plan, &lc->moe, i, first, last,
                          st);
-    stage_host(c, lay, lc, &mo, i, layer_fwd, st);
+    stage_host(c, t, s, lay, lc, &mo, i, layer_fwd, st);
 }
 
 /** GPU seconds of one micro-batch's forward and backward on the rank,

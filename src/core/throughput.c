@@ -92,9 +92,12 @@ static double flops_step(const aps_model *m, const aps_training *t,
      * (dsa.c); a recomputed layer runs its forward again */
     double indexer = aps_dsa_indexer_flops(m, S) + aps_dsv4_indexer_flops(m, S) +
                      aps_msa_indexer_flops(m, S);
+    /* a recomputed layer runs its forward again: the mean layer's, its
+     * MLA and MoE differences included */
     double flops = 3.0 * fwd +
                    B * (L + D) * (indexer + aps_dsa_indexer_train_flops(m, t, S)) +
-                   B * recomputed * (matmul + attn + indexer);
+                   B * recomputed * (matmul + attn + indexer +
+                                     aps_moe_flops_delta(m, S, causal) / L);
     if (selective)
         flops += B * L * (aps_profile(t)->op_sac_selective
                               ? 2.0 * S * aps_op_sac_recompute_params(m, t) +

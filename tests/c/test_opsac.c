@@ -466,6 +466,33 @@ static void test_automodel_recompute(void **state)
     ASSERT_REL(mc.sac_moe_fwd, want, 1e-12);
 }
 
+/* A fully recomputed layer runs its forward again, MoE block included:
+ * the hardware FLOPs under full recompute of every layer are the model's
+ * plus its layers' forward, the model's third less the output layer's
+ * 2 s h V per sequence (4 sequences of 128, h 64, V 1024: 67,108,864),
+ * with no shared expert so that an MoE layer's FLOPs differ from the
+ * dense layer's.
+ * Op-level selective checkpointing launches every layer's forward
+ * kernels again, as full recompute does (stagetime.c stage_host). */
+static void test_full_recompute_flops_and_launches(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s; aps_cluster c;
+    small_moe(&m, &t, &s);
+    m.shared_expert_ffn_hidden_size = 0; /* experts 2 x 32 < dense 128 */
+    fx_h100(&c, 2);
+    aps_estimate sel, full;
+    fx_run(&m, &c, &t, &s, &sel);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    fx_run(&m, &c, &t, &s, &full);
+    ASSERT_REL(full.hardware_flops_per_step - full.model_flops_per_step,
+               full.model_flops_per_step / 3.0 - 67108864.0, 1e-12);
+    assert_true(full.hardware_flops_per_step > sel.hardware_flops_per_step);
+    assert_true(sel.perf_total[APS_PERF_HOST] > 0.0);
+    ASSERT_REL(sel.perf_total[APS_PERF_HOST], full.perf_total[APS_PERF_HOST],
+               1e-12);
+}
+
 /* The attention backend is AutoModel's setting: refused elsewhere. */
 static void test_attn_backend_automodel_only(void **state)
 {
@@ -497,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_automodel_block_bytes),
         cmocka_unit_test(test_automodel_recompute),
         cmocka_unit_test(test_attn_backend_automodel_only),
+        cmocka_unit_test(test_full_recompute_flops_and_launches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

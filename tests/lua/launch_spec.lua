@@ -198,6 +198,13 @@ local function parse_titan(text)
       elseif line == "    for layer in config.model_spec.model.layers:" then
         assert(not t.loop, "one layer loop")
         t.loop, in_loop = true, true
+      elseif line == "    for layer_id, layer in enumerate(config.model_spec.model.layers):" then
+        assert(not t.gqa and not t.loop and t.model, "one head-dim loop, after the model, before the layer loop")
+        t.gqa = {}
+      elseif t.gqa and not t.gqa.call then
+        local args = assert(line:match("^        layer%.attention = make_gqa_config%((.*)%)$"), "bad head-dim line: " .. line)
+        t.gqa.call = true
+        for k, v in args:gmatch("([%w_]+)=([^,]+)") do t.gqa[k] = tonumber(v) or v end
       elseif in_loop then
         local path, v = line:match("^        layer%.([%w_%.]+) = (.+)$")
         assert(path, "bad layer line: " .. line)
@@ -356,8 +363,18 @@ local function titan_shape(t)
     s = { dim = a.dim, vocab_size = a.vocab_size, enable_weight_tying = a.enable_weight_tying,
       n_layers = b.n_layers, n_heads = b.n_heads, n_kv_heads = b.n_kv_heads, hidden_dim = b.hidden_dim,
       head_dim = b.rope.args.dim, max_context_length = b.rope.args.max_context_length }
-    -- the builder derives the head dim (make_gqa_config: dim // n_heads)
-    assert.are.equal(a.dim // b.n_heads, s.head_dim, "RoPE dim is the builder's head dim")
+    -- the builder derives the head dim (make_gqa_config: dim // n_heads);
+    -- another is each layer's attention rebuilt with it and the layer's
+    -- own inner attention, RoPE and inits
+    if t.gqa then
+      local g = t.gqa
+      assert.are.same({ a.dim, b.n_heads, b.n_kv_heads, s.head_dim }, { g.dim, g.n_heads, g.n_kv_heads, g.head_dim })
+      assert.are_not.equal(a.dim // b.n_heads, g.head_dim, "rebuilt only when the builder's differs")
+      assert.are.same({ "_LINEAR_INIT", "_depth_init(layer_id)", "layer.attention.inner_attention",
+        "layer.attention.rope", "True" }, { g.wqkv_param_init, g.wo_param_init, g.inner_attention, g.rope, g.fuse_qkv })
+    else
+      assert.are.equal(a.dim // b.n_heads, s.head_dim, "RoPE dim is the builder's head dim")
+    end
     assert.are.same({ a.vocab_size, a.dim }, { a.tok_embeddings.args.num_embeddings, a.tok_embeddings.args.embedding_dim })
     assert.are.same({ a.dim, a.vocab_size }, { a.lm_head.args.in_features, a.lm_head.args.out_features })
     assert.are.equal(a.dim, a.norm.args.normalized_shape)
@@ -627,9 +644,6 @@ local function check_all(r)
       local s, tr = titan_roundtrip(t)
       -- the module builds the estimate's model
       local want = expected_shape(r.inputs.model, r.inputs.training.seq_length, rec.pp_degree or 1)
-      if f.text:find("# NOT WRITTEN: head_dim", 1, true) then -- noted: the builder's dim // heads
-        want.head_dim = want.dim // want.n_heads
-      end
       if t.family_layers and t.family_layers.ctor ~= "_build_qwen3_layers" and not t.family_layers.args.n_dense_layers then
         want.hidden_dim = nil   -- every layer MoE (_build_qwen3_moe_layers, _build_gptoss_layers): no dense FFN width
       end
@@ -1302,6 +1316,25 @@ describe("launch configs", function()
     assert.are.equal(8, s.n_kv_heads)
     assert.are.equal(32768, s.max_context_length)
     assert.truthy(text:find("# NOT EXPRESSIBLE in TorchTitan: the 4096-token sliding window on 32 of 32 layers", 1, true))
+    -- Mistral-Small-3.1-24B's text model (its config.json: head_dim 128,
+    -- 5120 over 32 heads would derive 160): each layer's attention
+    -- rebuilt by make_gqa_config with head_dim 128, RoPE over 128
+    local hf0 = require "apsearch.hf"
+    local ms = hf0.from_config({ architectures = { "MistralForCausalLM" }, model_type = "mistral",
+      hidden_size = 5120, intermediate_size = 32768, num_hidden_layers = 40, num_attention_heads = 32,
+      num_key_value_heads = 8, head_dim = 128, vocab_size = 131072, max_position_embeddings = 131072,
+      rms_norm_eps = 1e-5, rope_theta = 1000000000.0, hidden_act = "silu", tie_word_embeddings = false,
+      sliding_window = nil }, "Mistral-Small-3.1-24B/config.json")
+    t, s, text = titan(ms, { data_parallel = "auto", tp_degree = { 1 }, fsdp_degree = { 8 },
+      layer_recompute = { "full" }, micro_batch_size = { 1 } })
+    assert.are.equal(128, s.head_dim)
+    assert.are.same({ dim = 5120, n_heads = 32, n_kv_heads = 8, head_dim = 128 },
+      { dim = t.gqa.dim, n_heads = t.gqa.n_heads, n_kv_heads = t.gqa.n_kv_heads, head_dim = t.gqa.head_dim })
+    assert.are.equal(128, t.model.args.layers.args.rope.args.dim)
+    assert.truthy(text:find("\n        layer.attention = make_gqa_config(dim=5120, n_heads=32, n_kv_heads=8, " ..
+      "head_dim=128, wqkv_param_init=_LINEAR_INIT, wo_param_init=_depth_init(layer_id), " ..
+      "inner_attention=layer.attention.inner_attention, rope=layer.attention.rope, fuse_qkv=True)\n", 1, true), text)
+    assert.is_nil(text:find("NOT WRITTEN", 1, true), text)
     -- Llama-3.1-8B: exactly HEAD's 8B flavour, so model_registry("8B") as is
     t, s = titan("llama-3.1-8b")
     assert.is_nil(t.model)
@@ -2678,16 +2711,17 @@ describe("launch configs", function()
 end)
 
 describe("TorchTitan shape comments", function()
-  it("say the model's head dim beside the one the llama3 builder derives", function()
-    -- Mistral-NeMo-like: dim 5120 over 32 heads derives 160, the model's is
-    -- 128 (a new user read the comment's derived head dim as the model's)
+  it("say the model's head dim, which the module builds", function()
+    -- Mistral-NeMo-like: dim 5120 over 32 heads would derive 160, the
+    -- model's is 128 and the module builds 128 (M.own_head_dim)
     local tt = require "apsearch.launch.torchtitan"
-    local s = { n_layers = 40, dim = 5120, n_heads = 32, n_kv_heads = 8, head_dim = 160, hidden_dim = 14336,
+    local s = { n_layers = 40, dim = 5120, n_heads = 32, n_kv_heads = 8, head_dim = 128, hidden_dim = 14336,
       vocab_size = 131072, enable_weight_tying = false, max_context_length = 4096 }
-    assert.are.equal("40 layers, dim 5120, 32 heads (8 kv, head dim 160 = dim // heads; the model's 128), " ..
-      "SwiGLU 14336, vocab 131072, RoPE to 4096", tt.shape_comment(s, { head_dim = 128 }))
-    assert.are.equal("40 layers, dim 5120, 32 heads (8 kv, head dim 160), SwiGLU 14336, vocab 131072, RoPE to 4096",
-      tt.shape_comment(s, { head_dim = 160 }))
+    assert.are.equal("40 layers, dim 5120, 32 heads (8 kv, head dim 128), SwiGLU 14336, vocab 131072, RoPE to 4096",
+      tt.shape_comment(s))
+    assert.is_true(tt.own_head_dim(s))
+    s.head_dim = 160
+    assert.is_false(tt.own_head_dim(s))
   end)
 end)
 

@@ -457,8 +457,18 @@ M.torchtitan = {
     ["Linear.Config"] = { in_features = { type = "int", min = 1 }, out_features = { type = "int", min = 1 },
       param_init = { type = "init" } },
     ["ComplexRoPE.Config"] = { dim = { type = "int", min = 1 }, max_context_length = { type = "int", min = 1 } },
+    -- a head dim other than dim // n_heads: the attention the builder
+    -- makes, with it (models/common/config_utils.py make_gqa_config: dim,
+    -- n_heads, n_kv_heads, head_dim, the inits, inner_attention, rope,
+    -- fuse_qkv), the layer's own inner attention and RoPE passed on
+    ["make_gqa_config"] = { dim = { type = "int", min = 1 }, n_heads = { type = "int", min = 1 },
+      n_kv_heads = { type = "int", min = 1 }, head_dim = { type = "int", min = 1 },
+      wqkv_param_init = { type = "init" }, wo_param_init = { type = "init" },
+      inner_attention = { type = "Module.Config" }, rope = { type = "ComplexRoPE.Config" },
+      fuse_qkv = { type = "bool" } },
     -- the inits the flavours use (private names of torchtitan.models.llama3)
-    inits = set({ "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init" }),
+    inits = set({ "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init",
+      "_LINEAR_INIT", "_depth_init" }),
   },
   -- the flavours' shapes (llama3_configs, torchtitan/models/llama3/__init__.py):
   -- hidden_dim = compute_ffn_hidden_dim(dim, multiple_of, ffn_dim_multiplier)
@@ -659,14 +669,15 @@ M.torchtitan = {
       "_NORM_INIT", "_output_linear_init" }),
     ["torchtitan.models.llama3.config_registry"] = set({ "llama3_8b", "llama3_70b", "llama3_405b" }),
     ["torchtitan.models.llama3"] = set({ "model_registry", "Llama3Model", "_build_llama3_layers",
-      "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init" }),
+      "_EMBEDDING_INIT", "_EMBEDDING_SKIP_INIT", "_NORM_INIT", "_output_linear_init", "_LINEAR_INIT",
+      "_depth_init" }),
     ["torchtitan.models.common"] = set({ "ComplexRoPE", "CosSinRoPE", "Embedding", "Linear", "RMSNorm" }),
     ["torchtitan.trainer"] = set({ "Trainer" }),
     ["torchtitan.config"] = set({ "CompileConfig" }),
     ["torchtitan.components.loss"] = set({ "ChunkedLossWrapper", "CrossEntropyLoss" }),
     ["torchtitan.components.quantization"] = set({ "Float8LinearConverter", "MXFP8LinearConverter",
       "NVFP4LinearConverter", "Float8GroupedExpertsConverter", "MXFP8GroupedExpertsConverter" }),
-    ["torchtitan.models.common.config_utils"] = set({ "decoder_vocab_size" }),
+    ["torchtitan.models.common.config_utils"] = set({ "decoder_vocab_size", "make_gqa_config" }),
     ["torchtitan.distributed.activation_checkpoint"] = set({ "FullAC", "SelectiveAC" }),
   },
   -- the launch line: torchrun (M.torchrun) -m torchtitan.train plus these

@@ -62,10 +62,12 @@
 --   max_context_length (max_position_embeddings, at least seq_length); the
 --   ModelSpec stays model_registry's; converters applied to it as
 --   model_registry does; q/k/v, wo and MLP biases -> Linear.Config bias;
---   GELU, LayerNorm, norm bias, sliding window NOT EXPRESSIBLE; head_dim
---   other than dim // heads and qk-norm NOT WRITTEN (the builder has none)
---   unless HEAD's qwen3 model builds it (M.dense_family_model: qk-norm,
---   head_dim given, base qwen3_32b, _build_qwen3_layers)
+--   GELU, LayerNorm, norm bias, sliding window NOT EXPRESSIBLE; a head_dim
+--   other than dim // heads: each layer's attention rebuilt by
+--   make_gqa_config(head_dim=...) (M.own_head_dim); qk-norm NOT WRITTEN
+--   (the builder has none) unless HEAD's qwen3 model builds it
+--   (M.dense_family_model: qk-norm, head_dim given, base qwen3_32b,
+--   _build_qwen3_layers)
 -- * MoE (M.moe_fields): ep_degree -> parallelism.expert_parallel_degree
 --   (1 where ParallelDims rejects it: it must divide dp_shard x cp x tp);
 --   etp_degree > 1, a capacity factor NOT EXPRESSIBLE; the MoE model
@@ -358,15 +360,10 @@ function M.model_shape(m, seq, pp)
   local H, nh = m.hidden_size, m.num_attention_heads
   local shape = {
     dim = H, n_layers = m.num_layers, n_heads = nh, n_kv_heads = m.num_query_groups or nh,
-    head_dim = H // nh, hidden_dim = m.ffn_hidden_size, vocab_size = m.vocab_size,
+    head_dim = m.head_dim or H // nh, hidden_dim = m.ffn_hidden_size, vocab_size = m.vocab_size,
     enable_weight_tying = m.tie_word_embeddings == true,
     max_context_length = m.max_position_embeddings or 0,
   }
-  if (m.head_dim or shape.head_dim) ~= shape.head_dim or H % nh ~= 0 then
-    N("NOT WRITTEN", string.format("head_dim %d with hidden size %d and %d heads: HEAD's llama3 builder " ..
-      "(_build_llama3_layers) derives dim // n_heads = %d; make_gqa_config(head_dim=...) takes it, the " ..
-      "module does not build it", m.head_dim or H // nh, H, nh, shape.head_dim))
-  end
   if shape.max_context_length < seq then
     if shape.max_context_length > 0 then
       N("NOTE", string.format("seq_length %d is beyond the model's max_position_embeddings %d: RoPE " ..
@@ -449,20 +446,22 @@ function M.model_shape(m, seq, pp)
   return shape, nil, notes
 end
 
---- One-line summary of a shape, for comments; given the model, a head
--- dim the builder derives (dim // n_heads) other than the model's says
--- both (a new user read "head dim 42" as the model's 128).
--- @tparam table s shape (M.llama3_shape)
--- @tparam[opt] table m model
+--- One-line summary of a shape, for comments.
+-- @tparam table s shape (M.model_shape)
 -- @treturn string
-function M.shape_comment(s, m)
-  local hd = tostring(s.head_dim)
-  if m and m.head_dim and m.head_dim ~= s.head_dim then
-    hd = ("%d = dim // heads; the model's %d"):format(s.head_dim, m.head_dim)
-  end
-  return string.format("%d layers, dim %d, %d heads (%d kv, head dim %s), SwiGLU %d, vocab %d%s, RoPE to %d",
-    s.n_layers, s.dim, s.n_heads, s.n_kv_heads, hd, s.hidden_dim, s.vocab_size,
+function M.shape_comment(s)
+  return string.format("%d layers, dim %d, %d heads (%d kv, head dim %d), SwiGLU %d, vocab %d%s, RoPE to %d",
+    s.n_layers, s.dim, s.n_heads, s.n_kv_heads, s.head_dim, s.hidden_dim, s.vocab_size,
     s.enable_weight_tying and ", tied embeddings" or "", s.max_context_length)
+end
+
+--- Whether the llama3 builder derives another head dim than the shape's
+-- (make_gqa_config's dim // n_heads, torchtitan/models/common/
+-- config_utils.py @ b5bcd76c).
+-- @tparam table s shape (M.model_shape)
+-- @treturn boolean
+function M.own_head_dim(s)
+  return s.dim % s.n_heads ~= 0 or s.dim // s.n_heads ~= s.head_dim
 end
 
 --- `config.model_spec.model = Llama3Model.Config(...)`: the shape on the
@@ -518,6 +517,20 @@ function M.model_config(s, lines, import)
   L[#L + 1] = "            " .. arg(B, "attn_backend", "flex") .. ","
   L[#L + 1] = "        ),"
   L[#L + 1] = "    )"
+  if M.own_head_dim(s) then
+    -- _build_llama3_layers takes no head_dim: each layer's attention is
+    -- rebuilt as the builder builds it (make_gqa_config with the flavours'
+    -- inits, its inner attention and RoPE) with the model's head dim
+    import("torchtitan.models.common.config_utils", "make_gqa_config")
+    local G = "make_gqa_config"
+    L[#L + 1] = ("    # head dim %d, not the builder's dim // n_heads = %d: each layer's attention with it"):format(
+      s.head_dim, s.dim // s.n_heads)
+    L[#L + 1] = "    for layer_id, layer in enumerate(config.model_spec.model.layers):"
+    L[#L + 1] = "        layer.attention = " .. call(G, { { "dim", s.dim }, { "n_heads", s.n_heads },
+      { "n_kv_heads", s.n_kv_heads }, { "head_dim", s.head_dim }, { "wqkv_param_init", "_LINEAR_INIT" },
+      { "wo_param_init", "_depth_init(layer_id)" }, { "inner_attention", "layer.attention.inner_attention" },
+      { "rope", "layer.attention.rope" }, { "fuse_qkv", true } })
+  end
 end
 
 --- Expert scores a TorchTitan group score sums: TokenChoiceTopKRouter.
@@ -1391,12 +1404,12 @@ function M.render(c)
     M.apply_converters(convs, lines)
   elseif flavor then
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s%s)  # %s", M.py(flavor),
-      #convs > 0 and (", converters=[" .. table.concat(convs, ", ") .. "]") or "", M.shape_comment(shape, m))
+      #convs > 0 and (", converters=[" .. table.concat(convs, ", ") .. "]") or "", M.shape_comment(shape))
   else
     local reg = named or "8B"
     lines[#lines + 1] = string.format("    # %s: %s, on HEAD's llama3 builder (the flavours' " ..
       "_build_llama3_layers and inits); the ModelSpec (parallelize, pipelining, state dict adapter) is " ..
-      "model_registry's", tostring(m.name), M.shape_comment(shape, m))
+      "model_registry's", tostring(m.name), M.shape_comment(shape))
     lines[#lines + 1] = string.format("    config.model_spec = model_registry(%s)", M.py(reg))
     F("model_spec.flavor", tostring(m.name))
     M.model_config(shape, lines, import)

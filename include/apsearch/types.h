@@ -1258,6 +1258,15 @@ typedef struct {
                                         micro-batch; false: every micro-
                                         batch.  APS_DEFAULT (-1) = the
                                         profile's (automodel: true) */
+    int fuse_qkv;                  /**< TorchTitan: one fused wqkv
+                                        projection (FusedQKVLinear;
+                                        make_gqa_config fuse_qkv, the
+                                        builders' default from 3396a4b37,
+                                        2026-06-24); its output is one mm
+                                        of op-level selective
+                                        checkpointing's count (opsac.c).
+                                        APS_DEFAULT (-1) = yes, 0 = wq,
+                                        wk, wv apart (TorchTitan before) */
     int sac_save_alltoall;         /**< TorchTitan op-level selective
                                         checkpointing saves the
                                         all-to-all outputs (the MoE

@@ -209,7 +209,7 @@ M.training = {
   -- docs/modeling.md "First and last layers in bf16")
   first_last_layers_bf16 = "bool", num_layers_at_start_in_bf16 = "nonnegint",
   num_layers_at_end_in_bf16 = "nonnegint",
-  compile_loss = "bool", sac_save_alltoall = "bool", defer_fsdp_grad_sync = "bool",
+  compile_loss = "bool", sac_save_alltoall = "bool", fuse_qkv = "bool", defer_fsdp_grad_sync = "bool",
   loss_fp32_upcast = "bool", loss_chunks = "posint",
   vocab_size_divisible_by = "nonnegint",
   memory_limit_bytes = "pos", memory_margin_bytes = "nonneg",

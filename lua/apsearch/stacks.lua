@@ -256,11 +256,11 @@ M.LINES = {
     patterns = { "^torchtitan" },
     before = "2025-04",
     frameworks = { fsdp2 = true },
-    training = { compile_loss = false, sac_save_alltoall = false, loss_chunks = 1 },
+    training = { compile_loss = false, sac_save_alltoall = false, loss_chunks = 1, fuse_qkv = false },
     source = "pytorch/torchtitan bbb1b616 (2025-04-02, PR 1033: \"enable "
       .. "compiling the loss function\"); c4e2291 (2025-09-06, PR 1672: the "
       .. "op-SAC policy saves the all-to-all outputs from then on); 786e26f8e "
-      .. "(2026-04-27, PR 2937: the chunked loss)",
+      .. "(2026-04-27, PR 2937: the chunked loss); 3396a4b37 (2026-06-24, PR 3714: fused wqkv)",
   },
   {
     -- TorchTitan's op-level selective checkpointing saved the all-to-all
@@ -272,10 +272,10 @@ M.LINES = {
     patterns = { "^torchtitan" },
     before = "2025-09",
     frameworks = { fsdp2 = true },
-    training = { sac_save_alltoall = false, loss_chunks = 1 },
+    training = { sac_save_alltoall = false, loss_chunks = 1, fuse_qkv = false },
     source = "pytorch/torchtitan c4e2291 (2025-09-06, PR 1672: \"Save "
       .. "_to_copy and a2a in selective AC policy\"); 786e26f8e (2026-04-27, "
-      .. "PR 2937: the chunked loss)",
+      .. "PR 2937: the chunked loss); 3396a4b37 (2026-06-24, PR 3714: fused wqkv)",
   },
   {
     -- TorchTitan's model configs run their loss in chunks
@@ -287,9 +287,24 @@ M.LINES = {
     patterns = { "^torchtitan" },
     before = "2026-05",
     frameworks = { fsdp2 = true },
-    training = { loss_chunks = 1 },
+    training = { loss_chunks = 1, fuse_qkv = false },
     source = "pytorch/torchtitan 786e26f8e (2026-04-27, PR 2937: \"ChunkedCELoss\"; "
-      .. "ChunkedLossWrapper in llama3, qwen3, deepseek_v3, gpt_oss config_registry.py @ b5bcd76c)",
+      .. "ChunkedLossWrapper in llama3, qwen3, deepseek_v3, gpt_oss config_registry.py @ b5bcd76c); "
+      .. "3396a4b37 (2026-06-24, PR 3714: fused wqkv)",
+  },
+  {
+    -- TorchTitan's llama3, qwen3 and gpt_oss builders fuse wq, wk, wv into
+    -- one wqkv (FusedQKVLinear, make_gqa_config fuse_qkv) from 3396a4b37
+    -- (2026-06-24) on: one mm of op-level checkpointing's count where
+    -- there were three (the lines above carry it for earlier runs, first
+    -- match wins).  A run of late June 2026 states it (column fuse_qkv).
+    name = "TorchTitan before 2026-07",
+    patterns = { "^torchtitan" },
+    before = "2026-07",
+    frameworks = { fsdp2 = true },
+    training = { fuse_qkv = false },
+    source = "pytorch/torchtitan 3396a4b37 (2026-06-24, PR 3714: \"Enable Fused qkv by default\"; "
+      .. "models/llama3/__init__.py _build_llama3_layers fuse_qkv = True @ b5bcd76c)",
   },
 }
 

@@ -110,7 +110,8 @@ end
 
 --- Optional boolean recipe columns, each the training field of the same
 -- name (docs/modeling.md "Recipe settings").
-M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "grad_reduce_in_fp32", "fp8_param_gather",
+M.RECIPE_BOOLS = { "torch_compile", "compile_loss", "sac_save_alltoall", "fuse_qkv", "grad_reduce_in_fp32",
+  "fp8_param_gather",
   "tp_comm_overlap", "cuda_graphs", "overlap_moe_expert_parallel_comm", "moe_router_fusion",
   "defer_fsdp_grad_sync", "bf16_weights", "loss_fp32_upcast", "mtp_repeated_layer", "cutedsl_fused_grouped_mlp",
   "exp_avg_bf16", "fsdp_double_buffer" }

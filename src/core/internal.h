@@ -1360,6 +1360,10 @@ bool aps_recipe_defer_grad_sync(const aps_training *t);
  *  _compiled value under training.torch_compile); 0 for Megatron, whose
  *  experts apply them inside the activation. */
 double aps_recipe_moe_score_operand_bytes(const aps_training *t);
+/** Whether TorchTitan projects Q, K and V by one fused wqkv
+ *  (training.fuse_qkv; default yes, as TorchTitan since 3396a4b37,
+ *  2026-06-24; framework fsdp2 only) (recipe.c). */
+bool aps_recipe_fuse_qkv(const aps_training *t);
 /** Whether TorchTitan's op-level selective checkpointing saves the
  *  all-to-all outputs (training.sac_save_alltoall; default yes, as
  *  TorchTitan since c4e2291, 2025-09-06) (recipe.c). */

@@ -39,7 +39,9 @@
  * Forward mm order of a block (models/llama3/model/model.py Attention,
  * FeedForward; models/deepseek_v3/model/model.py Attention (MLA);
  * models/moe.py MoE.forward @ c4e2291 and @ 99fee81):
- *   GQA:  wq, wk, wv, [attention], wo
+ *   GQA:  wq, wk, wv, [attention], wo; from 3396a4b37 (2026-06-24,
+ *         training.fuse_qkv) wqkv, [attention], wo (FusedQKVLinear, the
+ *         llama3, qwen3 and gpt_oss builders' default @ b5bcd76c)
  *   MLA:  wq (q_lora_rank 0) or wq_a, wq_b; wkv_a, wkv_b, [attention], wo
  *   FFN:  w1, w3, w2 (SwiGLU, w2(silu(w1 x) * w3 x)); fc1, fc2 (GELU)
  *   MoE:  router gate (forced recompute), dispatch all-to-all,
@@ -97,6 +99,7 @@
 typedef struct {
     bool linears_counted;  /**< linears are aten.mm ops of the count;
                                 false: TransformerEngine's, recomputed */
+    bool fused_qkv;        /**< one wqkv mm (TorchTitan from 2026-06-24) */
     bool attention_saved;  /**< the attention kernel is in the save set */
     bool router_counted;   /**< the router gate is an mm of the count;
                                 false: forced to recompute (TorchTitan) */
@@ -109,7 +112,8 @@ typedef struct {
  *  what does not depend on the model). */
 static sac_policy sac_policy_of(const aps_model *m, const aps_training *t)
 {
-    sac_policy p = {true, true, false, false, aps_recipe_sac_save_a2a(t)};
+    sac_policy p = {true, aps_recipe_fuse_qkv(t), true, false, false,
+                    aps_recipe_sac_save_a2a(t)};
     if (t->framework == APS_FW_AUTOMODEL && !t->transformers_model) {
         p.linears_counted = m == NULL || m->num_experts <= 0;
         p.attention_saved = t->attn_backend == APS_ATTN_SDPA ||
@@ -192,14 +196,18 @@ static void sac_attention(sac_walk *w, double T, double heads, double dv)
     sac_save(w, T, heads, APS_FP32_BYTES);
 }
 
-/** GQA attention: wq, wk, wv, the kernel, wo. */
+/** GQA attention: wq, wk, wv (or one wqkv), the kernel, wo. */
 static void sac_gqa(sac_walk *w, const aps_model *m, double T, double tp)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
-    sac_linear(w, T, a * d / tp, h);
-    sac_linear(w, T, k * d / tp, h);
-    sac_linear(w, T, k * d / tp, h);
+    if (w->pol.fused_qkv) {
+        sac_linear(w, T, (a + 2.0 * k) * d / tp, h);
+    } else {
+        sac_linear(w, T, a * d / tp, h);
+        sac_linear(w, T, k * d / tp, h);
+        sac_linear(w, T, k * d / tp, h);
+    }
     sac_attention(w, T, a / tp, d);
     sac_linear(w, T, h, a * d / tp);
 }

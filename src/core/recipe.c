@@ -68,6 +68,13 @@ double aps_recipe_moe_score_operand_bytes(const aps_training *t)
                             : f->moe_score_operand_bytes;
 }
 
+bool aps_recipe_fuse_qkv(const aps_training *t)
+{
+    /* torchtitan 3396a4b37 (PR 3714, 2026-06-24): fuse_qkv = True in the
+     * llama3, qwen3 and gpt_oss builders */
+    return t->framework == APS_FW_FSDP2 && t->fuse_qkv != 0;
+}
+
 bool aps_recipe_sac_save_a2a(const aps_training *t)
 {
     /* torchtitan c4e2291 (PR 1672) added

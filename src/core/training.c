@@ -84,6 +84,7 @@ void aps_training_defaults(aps_training *t)
     t->fp8_param_gather = APS_DEFAULT;
     t->compile_loss = APS_DEFAULT;
     t->sac_save_alltoall = APS_DEFAULT;
+    t->fuse_qkv = APS_DEFAULT;
     t->defer_fsdp_grad_sync = APS_DEFAULT;
     t->loss_fp32_upcast = APS_DEFAULT;
     t->loss_chunks = 0; /* the framework's (recipe.c) */
@@ -290,6 +291,7 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         {"grad_reduce_in_fp32", t->grad_reduce_in_fp32},
         {"compile_loss", t->compile_loss},
         {"sac_save_alltoall", t->sac_save_alltoall},
+        {"fuse_qkv", t->fuse_qkv},
         {"defer_fsdp_grad_sync", t->defer_fsdp_grad_sync},
         {"loss_fp32_upcast", t->loss_fp32_upcast},
         {"dropout", t->dropout},

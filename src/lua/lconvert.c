@@ -518,6 +518,7 @@ static const apsl_field training_fields[] = {
     FLD(aps_training, torch_compile, FT_BOOL, NULL),
     FLD(aps_training, compile_loss, FT_TRI, NULL),
     FLD(aps_training, sac_save_alltoall, FT_TRI, NULL),
+    FLD(aps_training, fuse_qkv, FT_TRI, NULL),
     FLD(aps_training, defer_fsdp_grad_sync, FT_TRI, NULL),
     FLD(aps_training, loss_fp32_upcast, FT_TRI, NULL),
     FLD(aps_training, loss_chunks, FT_INT, NULL),

@@ -32,6 +32,7 @@ static void small_moe(aps_model *m, aps_training *t, aps_strategy *s)
     fx_validate(m);
     fx_training(t, 4, 128);
     t->framework = APS_FW_FSDP2;
+    t->fuse_qkv = 0; /* wq, wk, wv apart (TorchTitan before 2026-06-24) */
     t->moe_load_imbalance = 1.0;
     aps_strategy_defaults(s);
     s->fsdp_degree = 2;
@@ -393,6 +394,28 @@ static void test_recompute_seconds(void **state)
     assert_float_equal(mc.sac_moe_fwd, 0.0, 0.0);
 }
 
+/* TorchTitan from 3396a4b37 (2026-06-24) projects Q, K, V by one fused
+ * wqkv, one mm of the count: the dense block keeps wqkv's output, 2 T
+ * (a + 2k) d = 2*256*192 = 98,304, where wq and wv kept 65,536, and
+ * recomputes wo and w3 (mm 2 and 4) but no longer wk:
+ *   233,472 + 32,768 = 266,240 bytes; weights recomputed a d h + f h =
+ *   4096 + 8192 = 12,288 per token.  The attention is apart under
+ *   NeMo AutoModel's own llama class (nn.Linear q, k, v). */
+static void test_fused_qkv(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    small_moe(&m, &t, &s);
+    m.num_experts = 0;
+    m.moe_first_dense_layers = 0;
+    t.fuse_qkv = APS_DEFAULT;
+    assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 266240.0, 0.0);
+    assert_float_equal(aps_op_sac_recompute_params(&m, &t), 12288.0, 0.0);
+    t.framework = APS_FW_AUTOMODEL;
+    t.attn_backend = APS_ATTN_SDPA;
+    assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 233472.0, 0.0);
+}
+
 /* NeMo AutoModel's policy on its own model classes (opsac.c file
  * comment): TransformerEngine linears and attention unseen, the router
  * gate and the two grouped mms counted, DeepEP's dispatch not saved.
@@ -525,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_automodel_recompute),
         cmocka_unit_test(test_attn_backend_automodel_only),
         cmocka_unit_test(test_full_recompute_flops_and_launches),
+        cmocka_unit_test(test_fused_qkv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

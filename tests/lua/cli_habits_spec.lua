@@ -355,7 +355,7 @@ describe("apsearch command line habits", function()
   it("suggests policy fields, listing the valid ones as far as the line fits 120 columns", function()
     local err = err_line(apsearch("run", "--set", "training.global_bach_size=8"))
     assert.truthy(err:find('training.global_bach_size: unknown field; did you mean "global_batch_size"? '
-      .. "(76 known names) (got 8)", 1, true), err)
+      .. "(77 known names) (got 8)", 1, true), err)
     err = err_line(apsearch("run", "--set", "training.foo=8"))
     assert.truthy(err:find("training.foo: unknown field (known: dropout, stack, ", 1, true), err)
     assert.truthy(err:find(", ... and %d+ more%) %(got 8%)\n$"), err)
@@ -1128,7 +1128,7 @@ describe("a new user's findings", function()
     local code, _, err = apsearch("run", "--torchtitan-version", "v0.2.2", "--set", "training.framework=fsdp2",
       "--top-k", "1", "--jobs", "1")
     assert.are.equal(0, code, err)
-    assert.truthy(err:find("--torchtitan-version v0.2.2: estimated as that release runs, training.loss_chunks = 1",
-      1, true), err)
+    assert.truthy(err:find("--torchtitan-version v0.2.2: estimated as that release runs, training.fuse_qkv = false, " ..
+      "training.loss_chunks = 1", 1, true), err)
   end)
 end)

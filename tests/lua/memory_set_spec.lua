@@ -133,14 +133,17 @@ describe("public_memory_cases.csv", function()
                           "torchtitan 99fee81 (2025-10)", "torchtitan abc1234 (2026-04)" }) do
       assert.are.equal(1, stacks.match(sw, "fsdp2").training.loss_chunks, sw)
     end
-    assert.is_nil(stacks.match("torchtitan 68f86f1 (2026-05)", "fsdp2"))
+    -- May 2026: chunked, wq, wk, wv apart (the fused wqkv from 3396a4b37, 2026-06-24)
+    assert.are.same({ fuse_qkv = false }, stacks.match("torchtitan 68f86f1 (2026-05)", "fsdp2").training)
+    assert.is_nil(stacks.match("torchtitan main 2026-07", "fsdp2"))
     -- a date without parentheses, or a release tag, is read too (both
     -- fell through to HEAD's 8 chunks: second breaker pass)
     local d = stacks.match("torchtitan 9dec370 2024-12-10", "fsdp2").training
     assert.are.same({ 1, false }, { d.loss_chunks, d.sac_save_alltoall })
     assert.are.equal(1, stacks.match("torchtitan v0.2.2", "fsdp2").training.loss_chunks)
     assert.is_nil(stacks.match("torchtitan v0.2.0", "fsdp2").training.sac_save_alltoall)
-    assert.is_nil(stacks.match("torchtitan 68f86f1 2026-05-15", "fsdp2"))
+    assert.are.same({ fuse_qkv = false }, stacks.match("torchtitan 68f86f1 2026-05-15", "fsdp2").training)
+    assert.is_nil(stacks.match("torchtitan 68f86f1 2026-07-15", "fsdp2"))
     -- and the efficiency stack by the same month (stacks.run_month)
     assert.are.equal("torchtitan-2024", stacks.of_software("torchtitan 9dec370 2024-12-10", "fsdp2"))
     assert.are.equal("torchtitan-2025", stacks.of_software("torchtitan v0.2.2", "fsdp2"))

@@ -1278,6 +1278,12 @@ function M.render(c)
   if other then N("NOTE", other) end
   local drop = require("apsearch.launch").dropout_lacks(tr, M.NO_DROPOUT)
   if drop then N("NOT EXPRESSIBLE in TorchTitan", drop) end
+  if tr.fuse_qkv == false and (m.kv_lora_rank or 0) == 0 then
+    -- HEAD's builders fuse wq, wk, wv (3396a4b37, 2026-06-24)
+    N("NOTE", "training.fuse_qkv = false was estimated (wq, wk, wv apart, as TorchTitan before 2026-06-24); " ..
+      "HEAD's builders fuse them into wqkv, as written: under selective checkpointing its output is kept " ..
+      "whole (--set training.fuse_qkv=true estimates this file)")
+  end
   if (tr.mtp_num_layers or 0) > 0 then
     -- HEAD's DeepSeek-V3 has it (model_registry(num_mtp_layers = N) with
     -- MTPLoss: torchtitan/models/deepseek_v3/MTP.md, __init__.py:323 @

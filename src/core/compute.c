@@ -485,7 +485,7 @@ static void layer_selective(const aps_model *m, const aps_device *d,
     }
     out->selective_fwd =
         aps_op_sac_layer_recompute(m, d, t, s, false, false) +
-        out->membound_fwd +
+        out->membound_fwd + out->fp8_cast_fwd +
         (aps_op_sac_attention_recomputed(t) ? out->attn_fwd : 0.0);
 }
 

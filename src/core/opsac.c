@@ -97,8 +97,11 @@
 
 /** What a framework's policy sees and saves (the file comment). */
 typedef struct {
-    bool linears_counted;  /**< linears are aten.mm ops of the count;
-                                false: TransformerEngine's, recomputed */
+    bool attn_seen;        /**< the attention's and dense MLP's linears are
+                                PyTorch ops the policy sees; false:
+                                TransformerEngine's, recomputed */
+    bool moe_seen;         /**< the MoE block's linears (shared experts,
+                                latent projections) likewise */
     bool fused_qkv;        /**< one wqkv mm (TorchTitan from 2026-06-24) */
     bool attention_saved;  /**< the attention kernel is in the save set */
     bool router_counted;   /**< the router gate is an mm of the count;
@@ -112,10 +115,15 @@ typedef struct {
  *  what does not depend on the model). */
 static sac_policy sac_policy_of(const aps_model *m, const aps_training *t)
 {
-    sac_policy p = {true, aps_recipe_fuse_qkv(t), true, false, false,
+    sac_policy p = {true, true, aps_recipe_fuse_qkv(t), true, false, false,
                     aps_recipe_sac_save_a2a(t)};
     if (t->framework == APS_FW_AUTOMODEL && !t->transformers_model) {
-        p.linears_counted = m == NULL || m->num_experts <= 0;
+        /* the MoE classes' initialize_linear_module; Kimi K3's attention
+         * and MLP are nn.Linear (models/kimi_k3/model.py:324-396), its
+         * MoE block moe/layers.py's */
+        bool te = m != NULL && m->num_experts > 0;
+        p.attn_seen = !te || m->mla_output_gate;
+        p.moe_seen = !te;
         p.attention_saved = t->attn_backend == APS_ATTN_SDPA ||
                             t->attn_backend == APS_ATTN_FLEX;
         p.router_counted = true;
@@ -169,20 +177,27 @@ static void sac_mm(sac_walk *w, double rows, double cols, double inner)
         sac_recompute(w, w->prec, rows, cols, inner);
 }
 
-/** A linear layer of the block: an aten.mm of the count, or under
- *  AutoModel's TransformerEngine linears recomputed and not counted. */
-static void sac_linear(sac_walk *w, double rows, double cols, double inner)
-{
-    if (w->pol.linears_counted)
-        sac_mm(w, rows, cols, inner);
-    else
-        sac_recompute(w, w->prec, rows, cols, inner);
-}
-
 /** One saved op output of rows x cols elements of `bytes` each. */
 static void sac_save(sac_walk *w, double rows, double cols, double bytes)
 {
     w->bytes += bytes * rows * cols;
+}
+
+/** A linear layer of the block (rows x cols outputs over inner): one the
+ *  policy does not see (seen false: TransformerEngine's) is recomputed
+ *  and not counted; with a bias it is aten.addmm (F.linear's 2-D and
+ *  contiguous 3-D path), which PyTorch's compute_intensive_ops save
+ *  whole and the count skips (mm_ops: aten.mm, aten.linear); else an
+ *  aten.mm of the count. */
+static void sac_linear(sac_walk *w, bool seen, bool bias, double rows,
+                       double cols, double inner)
+{
+    if (!seen)
+        sac_recompute(w, w->prec, rows, cols, inner);
+    else if (bias)
+        sac_save(w, rows, cols, APS_ACT_BYTES);
+    else
+        sac_mm(w, rows, cols, inner);
 }
 
 /** The attention kernel: when the policy saves it, its output (heads x
@@ -201,47 +216,55 @@ static void sac_gqa(sac_walk *w, const aps_model *m, double T, double tp)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double k = (double)m->num_query_groups, d = (double)m->head_dim;
+    bool seen = w->pol.attn_seen, qb = m->qkv_bias;
     if (w->pol.fused_qkv) {
-        sac_linear(w, T, (a + 2.0 * k) * d / tp, h);
+        sac_linear(w, seen, qb, T, (a + 2.0 * k) * d / tp, h);
     } else {
-        sac_linear(w, T, a * d / tp, h);
-        sac_linear(w, T, k * d / tp, h);
-        sac_linear(w, T, k * d / tp, h);
+        sac_linear(w, seen, qb, T, a * d / tp, h);
+        sac_linear(w, seen, qb, T, k * d / tp, h);
+        sac_linear(w, seen, qb, T, k * d / tp, h);
     }
     sac_attention(w, T, a / tp, d);
-    sac_linear(w, T, h, a * d / tp);
+    sac_linear(w, seen, m->attn_out_bias, T, h, a * d / tp);
 }
 
-/** MLA (DeepSeek-V3): wq or wq_a + wq_b, wkv_a, wkv_b, the kernel, wo. */
+/** MLA (DeepSeek-V3): wq or wq_a + wq_b, wkv_a, wkv_b, the kernel, Kimi
+ *  K3's output gate g_proj (mla_output_gate: the context times
+ *  sigmoid(g_proj(x)), models/kimi_k3/model.py:525-527), wo. */
 static void sac_mla(sac_walk *w, const aps_model *m, double T, double tp)
 {
     double h = (double)m->hidden_size, a = (double)m->num_attention_heads;
     double qr = (double)m->q_lora_rank, kr = (double)m->kv_lora_rank;
     double dn = (double)m->qk_nope_head_dim, dr = (double)m->qk_rope_head_dim;
     double dv = (double)m->v_head_dim;
+    bool seen = w->pol.attn_seen;
     if (qr > 0) {
-        sac_linear(w, T, qr, h);
-        sac_linear(w, T, a * (dn + dr) / tp, qr);
+        sac_linear(w, seen, false, T, qr, h);
+        sac_linear(w, seen, false, T, a * (dn + dr) / tp, qr);
     } else {
-        sac_linear(w, T, a * (dn + dr) / tp, h);
+        sac_linear(w, seen, false, T, a * (dn + dr) / tp, h);
     }
-    sac_linear(w, T, kr + dr, h);
-    sac_linear(w, T, a * (dn + dv) / tp, kr);
+    sac_linear(w, seen, false, T, kr + dr, h);
+    sac_linear(w, seen, false, T, a * (dn + dv) / tp, kr);
     sac_attention(w, T, a / tp, dv);
-    sac_linear(w, T, h, a * dv / tp);
+    if (m->mla_output_gate)
+        sac_linear(w, seen, false, T, a * dv / tp, h);
+    sac_linear(w, seen, false, T, h, a * dv / tp);
 }
 
-/** A dense FFN of width f / tp: w1, w3, w2 (SwiGLU) or fc1, fc2. */
-static void sac_ffn(sac_walk *w, const aps_model *m, double T, double f,
-                    double tp)
+/** A dense FFN of width f / tp whose linears the policy sees or not
+ *  (seen): w1, w3, w2 (SwiGLU) or fc1, fc2, biased with mlp_bias. */
+static void sac_ffn(sac_walk *w, const aps_model *m, bool seen, double T,
+                    double f, double tp)
 {
     double h = (double)m->hidden_size;
+    bool b = m->mlp_bias;
     if (f <= 0)
         return;
-    sac_linear(w, T, f / tp, h);
+    sac_linear(w, seen, b, T, f / tp, h);
     if (m->mlp == APS_MLP_SWIGLU)
-        sac_linear(w, T, f / tp, h);
-    sac_linear(w, T, h, f / tp);
+        sac_linear(w, seen, b, T, f / tp, h);
+    sac_linear(w, seen, b, T, h, f / tp);
 }
 
 /** One of the experts' grouped mms (down: the down projection, else
@@ -284,8 +307,12 @@ static void sac_moe(sac_walk *w, const aps_model *m, const aps_training *t,
                     const aps_strategy *s, double T, double tp)
 {
     double h = (double)m->hidden_size, K = (double)m->experts_per_token;
-    double E = (double)m->num_experts;
-    if (w->pol.router_counted)
+    double E = (double)m->num_experts, l = (double)m->moe_latent_size;
+    if (l > 0) /* AutoModel's fc1_latent_proj, before the router */
+        sac_linear(w, w->pol.moe_seen, false, T, l, h);
+    if (m->moe_router_linear_bias) /* addmm: saved, skipped by the count */
+        sac_save(w, T, E, APS_ACT_BYTES);
+    else if (w->pol.router_counted)
         sac_mm(w, T, E, h);
     else
         sac_recompute(w, APS_PREC_BF16, T, E, h);
@@ -296,7 +323,10 @@ static void sac_moe(sac_walk *w, const aps_model *m, const aps_training *t,
     }
     sac_grouped(w, m, t, s, false);
     sac_grouped(w, m, t, s, true);
-    sac_ffn(w, m, T, (double)m->shared_expert_ffn_hidden_size, tp);
+    if (l > 0) /* fc2_latent_proj */
+        sac_linear(w, w->pol.moe_seen, false, T, h, l);
+    sac_ffn(w, m, w->pol.moe_seen, T, (double)m->shared_expert_ffn_hidden_size,
+            tp);
 }
 
 /** The walk of one layer's checkpoint region: attention MLA (mla) or GQA,
@@ -318,7 +348,7 @@ static sac_walk sac_layer(const aps_model *m, const aps_training *t,
     if (moe)
         sac_moe(&w, m, t, s, T / rep, tp);
     else
-        sac_ffn(&w, m, T, (double)m->ffn_hidden_size, tp);
+        sac_ffn(&w, m, w.pol.attn_seen, T, (double)m->ffn_hidden_size, tp);
     if (sp) /* the reduce-scatter outputs after wo and w2 */
         sac_save(&w, T, 2.0 * h / tp, APS_ACT_BYTES);
     return w;

@@ -416,6 +416,76 @@ static void test_fused_qkv(void **state)
     assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 233472.0, 0.0);
 }
 
+/* Biased linears run as aten.addmm, which the policy saves whole and
+ * the mm count skips.  small_moe's dense block with q, k, v and output
+ * biases (wq, wk, wv apart): the input, wq, wk, wv and wo each 2 T 64 =
+ * 32,768, the attention 36,864, then w1 (mm 1, saved, 65,536), w3 (mm
+ * 2, recomputed), w2 (mm 3, saved, 32,768): 299,008 bytes; w3 alone
+ * recomputed, f h = 8192 weights per token.  Kimi K3's output gate
+ * g_proj is an mm of the count between the attention and wo: on the MLA
+ * block of test_mla_block_parity it is mm 5 (saved, 2 T a dv = 32,768),
+ * wo mm 6, and the dense FFN's w1, w3, w2 mm 7 to 9 keep w1 (65,536)
+ * and w2 (32,768): 32,768 + 16,384 + 20,480 + 36,864 + 32,768 + 65,536
+ * + 32,768 = 237,568.  AutoModel's latent projections (Nemotron 3, l
+ * 16) are TransformerEngine's in its MoE classes: recomputed, l h = 1024
+ * each, and the experts' gate_up runs at the latent width, K 2 fe l =
+ * 2048: the MoE layer's weights 16,384 + 1024 + 2048 + 1024 + 12,288 =
+ * 32,768, the mean with the dense layer's 40,960 is 34,816. */
+static void test_biases_gate_latent(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    small_moe(&m, &t, &s);
+    m.num_experts = 0;
+    m.moe_first_dense_layers = 0;
+    m.qkv_bias = true;
+    m.attn_out_bias = true;
+    assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 299008.0, 0.0);
+    assert_float_equal(aps_op_sac_recompute_params(&m, &t), 8192.0, 0.0);
+    small_moe(&m, &t, &s);
+    m.q_lora_rank = 32;
+    m.kv_lora_rank = 32;
+    m.qk_nope_head_dim = 16;
+    m.qk_rope_head_dim = 8;
+    m.v_head_dim = 16;
+    m.mla_output_gate = true;
+    assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, true, false),
+                       237568.0, 0.0);
+    small_moe(&m, &t, &s);
+    t.framework = APS_FW_AUTOMODEL;
+    m.moe_latent_size = 16;
+    assert_float_equal(aps_op_sac_recompute_params(&m, &t), 34816.0, 0.0);
+}
+
+/* The dense layer's recompute (compute.c layer_selective): the walk's
+ * mms, every elementwise op and, in fp8, every cast (the quantizations
+ * run again before the recomputed and the saved mms alike); the
+ * TransformerEngine attention kernel under AutoModel. */
+static void test_dense_selective_terms(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s; aps_cluster c;
+    small_moe(&m, &t, &s);
+    m.num_experts = 0;
+    m.moe_first_dense_layers = 0;
+    fx_h100(&c, 2);
+    t.precision = APS_PREC_FP8;
+    aps_layer_cost lc;
+    memset(&lc, 0, sizeof lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
+    assert_true(lc.fp8_cast_fwd > 0.0);
+    ASSERT_REL(lc.selective_fwd,
+               aps_op_sac_layer_recompute(&m, &c.device, &t, &s, false, false) +
+                   lc.membound_fwd + lc.fp8_cast_fwd, 1e-12);
+    t.precision = APS_PREC_BF16;
+    t.framework = APS_FW_AUTOMODEL;
+    memset(&lc, 0, sizeof lc);
+    aps_layer_times(&m, &c, &t, &s, NULL, &lc);
+    ASSERT_REL(lc.selective_fwd,
+               aps_op_sac_layer_recompute(&m, &c.device, &t, &s, false, false) +
+                   lc.membound_fwd + lc.attn_fwd, 1e-12);
+}
+
 /* NeMo AutoModel's policy on its own model classes (opsac.c file
  * comment): TransformerEngine linears and attention unseen, the router
  * gate and the two grouped mms counted, DeepEP's dispatch not saved.
@@ -549,6 +619,8 @@ int main(void)
         cmocka_unit_test(test_attn_backend_automodel_only),
         cmocka_unit_test(test_full_recompute_flops_and_launches),
         cmocka_unit_test(test_fused_qkv),
+        cmocka_unit_test(test_biases_gate_latent),
+        cmocka_unit_test(test_dense_selective_terms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

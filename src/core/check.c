@@ -1080,6 +1080,24 @@ static const char *global_attention_refusal(const aps_training *t,
     return NULL;
 }
 
+/** DeepSeek Sparse Attention under op-level selective checkpointing: its
+ *  indexer's scores are an fp32 aten.bmm over every head and key (b x
+ *  index heads x s x s per layer, AutoModel models/deepseek_v32/
+ *  layers.py:232-245 @ 36044ad3), which the policy's save set keeps
+ *  until the layer's backward; not modelled. */
+static const char *dsa_sac_refusal(const aps_training *t,
+                                   const aps_strategy *s, aps_reason *code)
+{
+    *code = APS_REASON_NOT_MODELLED;
+    if (aps_profile(t)->op_sac_selective &&
+        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+        return "selective recompute of a DeepSeek Sparse Attention model "
+               "under op-level selective checkpointing is not modelled: "
+               "its indexer's fp32 scores (aten.bmm, b x index heads x s x "
+               "s per layer) are in the policy's save set";
+    return NULL;
+}
+
 /* NeMo AutoModel's Muse Glimmer (the model with weightless per-head Q/K
  * norms read here) declares no pipeline parallelism:
  * MuseGlimmerForConditionalGeneration.ModelCapabilities supports_pp =
@@ -1119,6 +1137,7 @@ aps_reason aps_check_framework_model(const aps_model *m, const aps_training *t,
     const char *why = aps_model_is_nas(m)      ? aps_nas_refusal(t, s, &code)
                       : aps_model_is_hybrid(m) ? aps_hybrid_refusal(m, t, s, &code)
                       : aps_model_has_gdn(m) ? aps_gdn_refusal(m, t, s, &code)
+                      : aps_model_has_dsa(m) ? dsa_sac_refusal(t, s, &code)
                       : (aps_model_has_global_attention(m) ||
                          m->attn_v_head_dim > 0)
                           ? global_attention_refusal(t, s, &code)

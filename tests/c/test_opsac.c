@@ -486,6 +486,31 @@ static void test_dense_selective_terms(void **state)
                    lc.membound_fwd + lc.attn_fwd, 1e-12);
 }
 
+/* DeepSeek Sparse Attention under op-level checkpointing: the indexer's
+ * fp32 score bmm (b x index heads x s x s a layer) is in the save set,
+ * not modelled: refused, and priced under full recompute. */
+static void test_dsa_selective_refused(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s;
+    small_moe(&m, &t, &s);
+    m.q_lora_rank = 32;
+    m.kv_lora_rank = 32;
+    m.qk_nope_head_dim = 16;
+    m.qk_rope_head_dim = 8;
+    m.v_head_dim = 16;
+    m.index_n_heads = 4;
+    m.index_head_dim = 16;
+    m.index_topk = 64;
+    char msg[APS_REASON_LEN] = "";
+    assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NOT_MODELLED);
+    assert_non_null(strstr(msg, "indexer's fp32 scores"));
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_int_equal(aps_check_framework_model(&m, &t, &s, msg, sizeof msg),
+                     APS_REASON_NONE);
+}
+
 /* NeMo AutoModel's policy on its own model classes (opsac.c file
  * comment): TransformerEngine linears and attention unseen, the router
  * gate and the two grouped mms counted, DeepEP's dispatch not saved.
@@ -621,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_fused_qkv),
         cmocka_unit_test(test_biases_gate_latent),
         cmocka_unit_test(test_dense_selective_terms),
+        cmocka_unit_test(test_dsa_selective_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -350,17 +350,20 @@ function M.min_devices(result, limit)
   local devices = hosts * per < 2 ^ 53 and math.tointeger(hosts * per) or nil
   if not devices then return nil end
   return { devices = devices, params = params, bytes = bytes, limit_bytes = limit, per_node = per,
-           bytes_per_param = per_param }
+           bytes_per_param = per_param, framework = tr.framework or "megatron" }
 end
 
---- The line that says how many devices the model needs at least.
+--- The line that says how many devices the model needs at least, with
+-- the framework whose model states it counts (another framework's
+-- bytes a parameter can need fewer: a new user read Megatron's bound as
+-- the model's, beside a TorchTitan layout that fit on fewer).
 -- @tparam table md M.min_devices
 -- @treturn string
 function M.min_devices_text(md)
-  return string.format("The model needs at least %s devices: %s parameters x %d bytes of model states " ..
-    "(weights, gradients, Adam) = %.0f GiB, fully sharded within %.2f GiB a device, before activations " ..
-    "(whole hosts of %d; a lower bound: a layout that shards them less needs more).",
-    common.commas(md.devices), common.commas(md.params),
+  return string.format("With training.framework = %s the model needs at least %s devices: %s parameters x %d " ..
+    "bytes of model states (weights, gradients, Adam) = %.0f GiB, fully sharded within %.2f GiB a device, " ..
+    "before activations (whole hosts of %d; a lower bound: a layout that shards them less needs more).",
+    md.framework or "megatron", common.commas(md.devices), common.commas(md.params),
     md.bytes_per_param or M.MODEL_STATE_BYTES_PER_PARAM, md.bytes / 2 ^ 30, md.limit_bytes / 2 ^ 30, md.per_node)
 end
 

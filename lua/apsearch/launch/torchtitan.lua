@@ -1536,7 +1536,10 @@ function M.render(c)
     end
   end
 
-  if (m.num_experts or 0) > 0 then M.moe_fields(c, F, N, mm and mm.fam.moe and mm, mm_why) end
+  -- an MoE model no family of HEAD builds: the module stops before it
+  -- would train a dense model in its place
+  local stop
+  if (m.num_experts or 0) > 0 then stop = M.moe_fields(c, F, N, mm and mm.fam.moe and mm, mm_why) end
 
   -- compile
   -- the model (torch_compile) and the loss (compile_loss, else as the
@@ -1617,6 +1620,7 @@ function M.render(c)
   out[#out + 1] = ""
   out[#out + 1] = ""
   out[#out + 1] = "def " .. fn .. "() -> Trainer.Config:"
+  if stop then out[#out + 1] = "    raise NotImplementedError(" .. M.py(stop) .. ")" end
   for _, l in ipairs(lines) do out[#out + 1] = l end
   out[#out + 1] = "    return config"
   return table.concat(out, "\n") .. "\n", notes
@@ -1656,6 +1660,8 @@ end
 -- @tparam function N note writer
 -- @tparam table|nil mm M.moe_model's table (the MoE model written)
 -- @tparam string|nil why why HEAD's family cannot build it
+-- @treturn string|nil without mm, the error the module raises first (it
+--   would train HEAD's dense llama3 model instead of the estimated one)
 function M.moe_fields(c, F, N, mm, why)
   local r, m = c.rec, c.model
   local ep, tp, cp = r.ep_degree or 1, r.tp_degree or 1, r.cp_degree or 1
@@ -1668,6 +1674,9 @@ function M.moe_fields(c, F, N, mm, why)
       "qwen3, gpt_oss config_registry.py; their model_registry flavours carry the experts) and copy the " ..
       "parallelism fields below", m.num_experts, why and (" (" .. why .. ")") or ""))
   end
+  local stop = not mm and string.format("apsearch: the estimated %d-expert MoE model is not written (NOT WRITTEN " ..
+    "above): this module would train a dense llama3 model instead; build it from HEAD's MoE config functions " ..
+    "and delete this line", m.num_experts) or nil
   -- Always written: the base config function's own value is not neutral
   -- (deepseek_v3_671b sets expert_parallel_degree = 2, which ParallelDims
   -- rejects when dp_shard x cp x tp is odd).
@@ -1702,6 +1711,7 @@ function M.moe_fields(c, F, N, mm, why)
       " without expert parallelism (DeepEP / HybridEP dispatch across EP ranks)" or "") .. ": written with " ..
       "moe_comm_backend \"standard\", the all-to-all dispatcher (config_utils.py AllToAllTokenDispatcher)")
   end
+  return stop
 end
 
 --- HEAD's moe_comm_backend for a strategy's flex dispatcher

@@ -108,6 +108,27 @@ void aps_training_defaults(aps_training *t)
  *  memory or bucket, yet a finite value every sum stays finite with). */
 #define APS_MAX_TRAINING_AMOUNT 1e30
 
+/** A NeMo AutoModel BackendConfig kernel, training.<name>_backend = v:
+ *  0 (the framework's own) to max, and set only under framework
+ *  automodel (another framework runs its own `kind` kernel). */
+static aps_status automodel_backend(const aps_training *t, const char *name,
+                                    int v, int max, const char *kind,
+                                    char *err, size_t n)
+{
+    if (v < 0 || v > max) {
+        aps_fmt(err, n, "training.%s_backend: unknown backend %d", name, v);
+        return APS_EINVAL;
+    }
+    if (v != 0 && t->framework != APS_FW_AUTOMODEL) {
+        aps_fmt(err, n, "training.%s_backend: NeMo AutoModel's "
+                "BackendConfig.%s (framework automodel); framework %s runs "
+                "its own %s kernel", name, name,
+                aps_framework_name(t->framework), kind);
+        return APS_EINVAL;
+    }
+    return APS_OK;
+}
+
 aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
 {
     if (t == NULL) {
@@ -131,34 +152,11 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
                 (long long)t->vocab_size_divisible_by);
         return APS_EINVAL;
     }
-    if ((int)t->rms_norm_backend < APS_RMS_NORM_FRAMEWORK ||
-        t->rms_norm_backend > APS_RMS_NORM_TE) {
-        aps_fmt(err, n, "training.rms_norm_backend: unknown backend %d",
-                (int)t->rms_norm_backend);
+    if (automodel_backend(t, "rms_norm", (int)t->rms_norm_backend,
+                          APS_RMS_NORM_TE, "norm", err, n) != APS_OK ||
+        automodel_backend(t, "attn", (int)t->attn_backend, APS_ATTN_FLEX,
+                          "attention", err, n) != APS_OK)
         return APS_EINVAL;
-    }
-    if (t->rms_norm_backend != APS_RMS_NORM_FRAMEWORK &&
-        t->framework != APS_FW_AUTOMODEL) {
-        aps_fmt(err, n, "training.rms_norm_backend: NeMo AutoModel's "
-                "BackendConfig.rms_norm (framework automodel); framework "
-                "%s runs its own norm kernel",
-                aps_framework_name(t->framework));
-        return APS_EINVAL;
-    }
-    if ((int)t->attn_backend < APS_ATTN_FRAMEWORK ||
-        t->attn_backend > APS_ATTN_FLEX) {
-        aps_fmt(err, n, "training.attn_backend: unknown backend %d",
-                (int)t->attn_backend);
-        return APS_EINVAL;
-    }
-    if (t->attn_backend != APS_ATTN_FRAMEWORK &&
-        t->framework != APS_FW_AUTOMODEL) {
-        aps_fmt(err, n, "training.attn_backend: NeMo AutoModel's "
-                "BackendConfig.attn (framework automodel); framework %s "
-                "runs its own attention kernel",
-                aps_framework_name(t->framework));
-        return APS_EINVAL;
-    }
     if (t->moe_flex_dispatcher_backend < APS_FLEX_DEEPEP ||
         t->moe_flex_dispatcher_backend > APS_FLEX_HYBRIDEP) {
         aps_fmt(err, n, "training.moe_flex_dispatcher_backend: unknown "

@@ -41,6 +41,24 @@ static void small_moe(aps_model *m, aps_training *t, aps_strategy *s)
     s->layer_recompute = APS_RECOMPUTE_SELECTIVE;
 }
 
+/* small_moe's attention as MLA: q_lora_rank 32, kv_lora_rank 32, dn 16,
+ * dr 8, dv 16. */
+static void small_mla(aps_model *m)
+{
+    m->q_lora_rank = 32;
+    m->kv_lora_rank = 32;
+    m->qk_nope_head_dim = 16;
+    m->qk_rope_head_dim = 8;
+    m->v_head_dim = 16;
+}
+
+/* small_moe without experts: every layer the dense FFN of f 128. */
+static void small_dense(aps_model *m)
+{
+    m->num_experts = 0;
+    m->moe_first_dense_layers = 0;
+}
+
 /* GQA + MoE block, T = 256, bytes:
  *   block input               2 T h        = 2*256*64    = 32,768
  *   mm 1 wq   (saved)         2 T a d      = 2*256*64    = 32,768
@@ -108,11 +126,7 @@ static void test_mla_block_parity(void **state)
     (void)state;
     aps_model m; aps_training t; aps_strategy s;
     small_moe(&m, &t, &s);
-    m.q_lora_rank = 32;
-    m.kv_lora_rank = 32;
-    m.qk_nope_head_dim = 16;
-    m.qk_rope_head_dim = 8;
-    m.v_head_dim = 16;
+    small_mla(&m);
     assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, true, true),
                        303104.0, 0.0);
     assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, true, false),
@@ -357,8 +371,7 @@ static void test_recompute_params(void **state)
     aps_model m; aps_training t; aps_strategy s;
     small_moe(&m, &t, &s);
     assert_float_equal(aps_op_sac_recompute_params(&m, &t), 22912.0, 0.0);
-    m.num_experts = 0; /* a dense model: every layer 16,384 */
-    m.moe_first_dense_layers = 0;
+    small_dense(&m); /* a dense model: every layer 16,384 */
     assert_float_equal(aps_op_sac_recompute_params(&m, &t), 16384.0, 0.0);
 }
 
@@ -406,8 +419,7 @@ static void test_fused_qkv(void **state)
     (void)state;
     aps_model m; aps_training t; aps_strategy s;
     small_moe(&m, &t, &s);
-    m.num_experts = 0;
-    m.moe_first_dense_layers = 0;
+    small_dense(&m);
     t.fuse_qkv = APS_DEFAULT;
     assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 266240.0, 0.0);
     assert_float_equal(aps_op_sac_recompute_params(&m, &t), 12288.0, 0.0);
@@ -436,18 +448,13 @@ static void test_biases_gate_latent(void **state)
     (void)state;
     aps_model m; aps_training t; aps_strategy s;
     small_moe(&m, &t, &s);
-    m.num_experts = 0;
-    m.moe_first_dense_layers = 0;
+    small_dense(&m);
     m.qkv_bias = true;
     m.attn_out_bias = true;
     assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 299008.0, 0.0);
     assert_float_equal(aps_op_sac_recompute_params(&m, &t), 8192.0, 0.0);
     small_moe(&m, &t, &s);
-    m.q_lora_rank = 32;
-    m.kv_lora_rank = 32;
-    m.qk_nope_head_dim = 16;
-    m.qk_rope_head_dim = 8;
-    m.v_head_dim = 16;
+    small_mla(&m);
     m.mla_output_gate = true;
     assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, true, false),
                        237568.0, 0.0);
@@ -466,8 +473,7 @@ static void test_dense_selective_terms(void **state)
     (void)state;
     aps_model m; aps_training t; aps_strategy s; aps_cluster c;
     small_moe(&m, &t, &s);
-    m.num_experts = 0;
-    m.moe_first_dense_layers = 0;
+    small_dense(&m);
     fx_h100(&c, 2);
     t.precision = APS_PREC_FP8;
     aps_layer_cost lc;
@@ -494,11 +500,7 @@ static void test_dsa_selective_refused(void **state)
     (void)state;
     aps_model m; aps_training t; aps_strategy s;
     small_moe(&m, &t, &s);
-    m.q_lora_rank = 32;
-    m.kv_lora_rank = 32;
-    m.qk_nope_head_dim = 16;
-    m.qk_rope_head_dim = 8;
-    m.v_head_dim = 16;
+    small_mla(&m);
     m.index_n_heads = 4;
     m.index_head_dim = 16;
     m.index_topk = 64;
@@ -550,8 +552,7 @@ static void test_automodel_block_bytes(void **state)
     assert_float_equal(aps_op_sac_layer_bytes(&m, &t, &s, false, true),
                        200704.0, 0.0);
     t.transformers_model = false;
-    m.num_experts = 0;
-    m.moe_first_dense_layers = 0;
+    small_dense(&m);
     assert_float_equal(aps_op_sac_bytes(&m, &t, &s), 196608.0, 0.0);
 }
 

@@ -1314,6 +1314,8 @@ describe("launch configs", function()
       vocab_size = 152064, enable_weight_tying = false, max_context_length = 131072, qkv_bias = true,
       attn_out_bias = false, mlp_bias = false }, s)
     assert.truthy(text:find("        layer.attention.qkv_linear.wqkv.bias = True", 1, true))
+    assert.truthy(text:find("# NOTE: HEAD's llama3 state-dict adapter (models/llama3/state_dict_adapter.py) maps no " ..
+      "q, k, v biases", 1, true), text)
     assert.is_nil(text:find("NOT EXPRESSIBLE", 1, true))
     -- Mistral-7B: the shape is written, the sliding window is not expressible
     t, s, text = titan("mistral-7b-v0.1")
@@ -1340,6 +1342,10 @@ describe("launch configs", function()
       "head_dim=128, wqkv_param_init=_LINEAR_INIT, wo_param_init=_depth_init(layer_id), " ..
       "inner_attention=layer.attention.inner_attention, rope=layer.attention.rope, fuse_qkv=True)\n", 1, true), text)
     assert.is_nil(text:find("NOT WRITTEN", 1, true), text)
+    -- TorchTitan's own FLOP count takes dim // n_heads (a helper's run of
+    -- HEAD's get_nparams_and_flops on this module: 160, ~1.4 % high)
+    assert.truthy(text:find("# NOTE: TorchTitan's logged TFLOPs and MFU count attention with dim // n_heads = 160, " ..
+      "not this model's head dim 128", 1, true), text)
     -- Llama-3.1-8B: exactly HEAD's 8B flavour, so model_registry("8B") as is
     t, s = titan("llama-3.1-8b")
     assert.is_nil(t.model)

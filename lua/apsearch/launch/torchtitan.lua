@@ -364,6 +364,11 @@ function M.model_shape(m, seq, pp)
     enable_weight_tying = m.tie_word_embeddings == true,
     max_context_length = m.max_position_embeddings or 0,
   }
+  if M.own_head_dim(shape) then
+    N("NOTE", string.format("TorchTitan's logged TFLOPs and MFU count attention with dim // n_heads = %d, not " ..
+      "this model's head dim %d (Llama3Model.Config.get_nparams_and_flops, models/llama3/model.py:89): its MFU " ..
+      "line is off for this model; the module builds head dim %d", H // nh, shape.head_dim, shape.head_dim))
+  end
   if shape.max_context_length < seq then
     if shape.max_context_length > 0 then
       N("NOTE", string.format("seq_length %d is beyond the model's max_position_embeddings %d: RoPE " ..
@@ -1139,7 +1144,11 @@ function M.model_numerics(m, lines, N, flavored, mm)
   -- the model's linear biases (the llama3 flavours have none; a family's
   -- builder has the ones it has, M.family_block_lacks / M.gptoss_layers)
   if not eps_only then
-    if m.qkv_bias then S("attention.qkv_linear.wqkv.bias", true, "the model's q, k, v biases") end
+    if m.qkv_bias then
+      S("attention.qkv_linear.wqkv.bias", true, "the model's q, k, v biases")
+      N("NOTE", "HEAD's llama3 state-dict adapter (models/llama3/state_dict_adapter.py) maps no q, k, v biases: " ..
+        "training from scratch is unaffected, loading a Hugging Face checkpoint fails and exporting one drops them")
+    end
     if m.attn_out_bias then S("attention.wo.bias", true) end
     if m.mlp_bias then
       S("feed_forward.w1.bias", true)

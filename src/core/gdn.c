@@ -796,8 +796,8 @@ aps_status aps_gdn_framework(const aps_model *m, const aps_training *t,
  *  (ModelCapabilities supports_tp = supports_pp = False, model.py
  *  l.1117-1123 @ 36044ad3); its context parallelism (FLA passing the
  *  recurrent state rank to rank, MLA gathering the latent) is not priced. */
-static const char *kda_refusal(const aps_model *m, const aps_strategy *s,
-                               aps_reason *code)
+static const char *kda_refusal(const aps_model *m, const aps_training *t,
+                               const aps_strategy *s, aps_reason *code)
 {
     *code = APS_REASON_FRAMEWORK_UNSUPPORTED;
     bool k3 = m->attn_res_block_size > 0;
@@ -821,6 +821,12 @@ static const char *kda_refusal(const aps_model *m, const aps_strategy *s,
         return "Kimi Delta Attention under context parallelism (FLA's "
                "rank-to-rank state passing, MLA's gathered latent) is not "
                "modelled";
+    /* opsac.c walks softmax-attention and MLA blocks: a KDA layer's
+     * projections, short convolutions and chunked kernels are not */
+    if (aps_profile(t)->op_sac_selective &&
+        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+        return "selective recompute of Kimi Delta Attention layers under "
+               "op-level selective activation checkpointing is not modelled";
     return NULL;
 }
 
@@ -850,8 +856,9 @@ static const char *kda_refusal(const aps_model *m, const aps_strategy *s,
  *    state and the conv's window between ranks.
  *  `sac`: op-level SAC (opsac.c) walks a softmax-attention layer's
  *  matmuls, not the mixer's (the lightning layer's block loop, the
- *  Mamba-1 mixer's projections and scan), so selective recompute under it
- *  is not modelled; NULL where it is priced. */
+ *  Mamba-1 mixer's projections and scan, the short conv's in and out
+ *  projections and convolution), so selective recompute under it is not
+ *  modelled; NULL where it is priced. */
 typedef struct {
     const char *tp, *pp, *cp, *sac;
     aps_reason pp_code;
@@ -866,7 +873,9 @@ static const class_refusals CLASS_REFUSAL[] = {
         "pos_emb (pipelining/hf_utils.py l.177 @ 36044ad3)",
         "LFM2 under context parallelism (the causal conv's window across the "
         "ranks' shards) is not modelled",
-        NULL, APS_REASON_FRAMEWORK_UNSUPPORTED},
+        "selective recompute of LFM2's short-convolution layers under "
+        "op-level selective activation checkpointing is not modelled",
+        APS_REASON_FRAMEWORK_UNSUPPORTED},
     [APS_LINEAR_LIGHTNING] = {
         "MiniMax under tensor parallelism (transformers' base_model_tp_plan "
         "leaves the lightning layers' qkv_proj, output_gate and out_proj "
@@ -920,7 +929,7 @@ const char *aps_gdn_refusal(const aps_model *m, const aps_training *t,
     if (CLASS_REFUSAL[m->linear_attention].tp != NULL)
         return class_refusal(m, t, s, code);
     if (aps_model_has_kda(m))
-        return kda_refusal(m, s, code);
+        return kda_refusal(m, t, s, code);
     /* pp_degree > 1 (with virtual stages) and full recompute: every rank
      * is priced by its own layers (aps_stage_layer_cost, the gdn.c file
      * comment), a recomputed layer as the rank's mean layer as for the

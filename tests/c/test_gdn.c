@@ -496,6 +496,14 @@ static void test_kda_refusals(void **state)
     s.cp_degree = 2;
     ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
     assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    /* op-level selective checkpointing walks attention blocks, not the
+     * mixer's ops: refused; full recompute is priced */
+    aps_strategy_defaults(&s);
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "op-level selective");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
 }
 
 static void test_kda_validation(void **state)
@@ -681,6 +689,14 @@ static void test_short_conv_refusals(void **state)
     s.cp_degree = 2;
     ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
     assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    /* op-level selective checkpointing walks attention blocks, not the
+     * mixer's ops: refused; full recompute is priced */
+    aps_strategy_defaults(&s);
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "op-level selective");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
 }
 
 static void test_short_conv_validation(void **state)

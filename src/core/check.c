@@ -1094,7 +1094,8 @@ static const char *dsa_sac_refusal(const aps_training *t,
         return "selective recompute of a DeepSeek Sparse Attention model "
                "under op-level selective checkpointing is not modelled: "
                "its indexer's fp32 scores (aten.bmm, b x index heads x s x "
-               "s per layer) are in the policy's save set";
+               "s per layer) are in the policy's save set; layer_recompute "
+               "= full or none is priced";
     return NULL;
 }
 

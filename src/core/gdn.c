@@ -826,7 +826,8 @@ static const char *kda_refusal(const aps_model *m, const aps_training *t,
     if (aps_profile(t)->op_sac_selective &&
         s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
         return "selective recompute of Kimi Delta Attention layers under "
-               "op-level selective activation checkpointing is not modelled";
+               "op-level selective activation checkpointing is not modelled "
+               "(layer_recompute = full or none is priced)";
     return NULL;
 }
 
@@ -874,7 +875,8 @@ static const class_refusals CLASS_REFUSAL[] = {
         "LFM2 under context parallelism (the causal conv's window across the "
         "ranks' shards) is not modelled",
         "selective recompute of LFM2's short-convolution layers under "
-        "op-level selective activation checkpointing is not modelled",
+        "op-level selective activation checkpointing is not modelled "
+        "(layer_recompute = full or none is priced)",
         APS_REASON_FRAMEWORK_UNSUPPORTED},
     [APS_LINEAR_LIGHTNING] = {
         "MiniMax under tensor parallelism (transformers' base_model_tp_plan "

@@ -233,9 +233,21 @@ static void stage_cp(const aps_training *t, const aps_strategy *s,
     }
     ef = aps_interfered(t, lc->cp_fwd, ef);
     eb = aps_interfered(t, lc->cp_bwd, eb);
-    st->cp_total = L * (lc->cp_fwd + lc->cp_bwd) + rc * lc->cp_fwd;
+    /* the layers whose attention runs again in the backward, its context-
+     * parallel exchange with it (the ring is inside the attention
+     * function: TE's AttnFuncWithCPAndKVP2P): the fully recomputed ones,
+     * and under selective recompute the others too when the attention
+     * kernel is recomputed (Megatron's core_attn module; op-level
+     * checkpointing of an attention its policy does not see, opsac.c) */
+    double ra = rc;
+    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
+        (aps_profile(t)->op_sac_selective
+             ? aps_op_sac_attention_recomputed(t)
+             : (aps_recompute_modules(t, s) & APS_RCM_CORE_ATTN) != 0u))
+        ra = L;
+    st->cp_total = L * (lc->cp_fwd + lc->cp_bwd) + ra * lc->cp_fwd;
     st->cp_exposed_fwd = L * ef;
-    st->cp_exposed_bwd = L * eb + rc * ef;
+    st->cp_exposed_bwd = L * eb + ra * ef;
 }
 
 

@@ -157,6 +157,19 @@ aps_status aps_training_validate(const aps_training *t, char *err, size_t n)
         automodel_backend(t, "attn", (int)t->attn_backend, APS_ATTN_FLEX,
                           "attention", err, n) != APS_OK)
         return APS_EINVAL;
+    if (t->transformers_model && t->attn_backend == APS_ATTN_TE) {
+        aps_fmt(err, n, "training.attn_backend: te is the attention of NeMo "
+                "AutoModel's own model classes (BackendConfig.attn); a model "
+                "built through transformers (training.transformers_model) "
+                "runs sdpa or flex");
+        return APS_EINVAL;
+    }
+    if (t->fuse_qkv != APS_DEFAULT && t->framework != APS_FW_FSDP2) {
+        aps_fmt(err, n, "training.fuse_qkv: TorchTitan's fused wqkv "
+                "(framework fsdp2); framework %s builds its own projections",
+                aps_framework_name(t->framework));
+        return APS_EINVAL;
+    }
     if (t->moe_flex_dispatcher_backend < APS_FLEX_DEEPEP ||
         t->moe_flex_dispatcher_backend > APS_FLEX_HYBRIDEP) {
         aps_fmt(err, n, "training.moe_flex_dispatcher_backend: unknown "

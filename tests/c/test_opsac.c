@@ -612,7 +612,38 @@ static void test_full_recompute_flops_and_launches(void **state)
                1e-12);
 }
 
-/* The attention backend is AutoModel's setting: refused elsewhere. */
+/* A recomputed attention kernel runs its context-parallel exchange
+ * again (the ring is inside the attention function): AutoModel's
+ * TransformerEngine attention under selective recompute costs cp_comm
+ * as full recompute does, SDPA's (saved) less; so does Megatron's
+ * core_attn recompute module. */
+static void test_cp_exchange_rerun(void **state)
+{
+    (void)state;
+    aps_model m; aps_training t; aps_strategy s; aps_cluster c;
+    small_moe(&m, &t, &s);
+    small_dense(&m);
+    fx_h100(&c, 2);
+    t.framework = APS_FW_AUTOMODEL;
+    s.fsdp_degree = 1;
+    s.ep_degree = 1;
+    s.cp_degree = 2;
+    aps_estimate te, sdpa, full;
+    fx_run(&m, &c, &t, &s, &te);
+    t.attn_backend = APS_ATTN_SDPA;
+    fx_run(&m, &c, &t, &s, &sdpa);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    fx_run(&m, &c, &t, &s, &full);
+    assert_true(sdpa.perf_total[APS_PERF_CP_COMM] > 0.0);
+    assert_true(te.perf_total[APS_PERF_CP_COMM] >
+                sdpa.perf_total[APS_PERF_CP_COMM]);
+    ASSERT_REL(te.perf_total[APS_PERF_CP_COMM],
+               full.perf_total[APS_PERF_CP_COMM], 1e-12);
+}
+
+/* The attention backend is AutoModel's setting, refused elsewhere, and
+ * te is its own classes' (a model transformers builds runs SDPA or
+ * flex); fuse_qkv is TorchTitan's, refused elsewhere. */
 static void test_attn_backend_automodel_only(void **state)
 {
     (void)state;
@@ -623,7 +654,15 @@ static void test_attn_backend_automodel_only(void **state)
     assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
     assert_non_null(strstr(err, "training.attn_backend: NeMo AutoModel's"));
     t.framework = APS_FW_AUTOMODEL;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "training.fuse_qkv: TorchTitan's fused wqkv"));
+    t.fuse_qkv = APS_DEFAULT;
     assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    t.transformers_model = true;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_OK);
+    t.attn_backend = APS_ATTN_TE;
+    assert_int_equal(aps_training_validate(&t, err, sizeof err), APS_EINVAL);
+    assert_non_null(strstr(err, "runs sdpa or flex"));
 }
 
 int main(void)
@@ -648,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_biases_gate_latent),
         cmocka_unit_test(test_dense_selective_terms),
         cmocka_unit_test(test_dsa_selective_refused),
+        cmocka_unit_test(test_cp_exchange_rerun),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

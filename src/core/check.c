@@ -1070,8 +1070,7 @@ static const char *global_attention_refusal(const aps_training *t,
                                             aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED;
-    if (aps_profile(t)->op_sac_selective &&
-        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+    if (aps_op_sac_on(t, s))
         return "selective recompute of a model with a global attention "
                "shape (global_head_dim, global_num_query_groups, "
                "global_k_eq_v: Gemma 4) or attn_v_head_dim (MiMo-V2-Flash) "
@@ -1089,8 +1088,7 @@ static const char *dsa_sac_refusal(const aps_training *t,
                                    const aps_strategy *s, aps_reason *code)
 {
     *code = APS_REASON_NOT_MODELLED;
-    if (aps_profile(t)->op_sac_selective &&
-        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+    if (aps_op_sac_on(t, s))
         return "selective recompute of a DeepSeek Sparse Attention model "
                "under op-level selective checkpointing is not modelled: "
                "its indexer's fp32 scores (aten.bmm, b x index heads x s x "

@@ -497,8 +497,7 @@ const char *aps_dsv4_refusal(const aps_training *t, const aps_strategy *s,
                "compressed attention is not modelled (AutoModel 36044ad3 "
                "all-gathers K/V and the compressed K/V, models/deepseek_v4/"
                "cp.py; Megatron-Bridge: draft Megatron-LM PR #5087)";
-    if (aps_profile(t)->op_sac_selective &&
-        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+    if (aps_op_sac_on(t, s))
         return "selective recompute of DeepSeek-V4 under op-level selective "
                "activation checkpointing is not modelled";
     return NULL;

@@ -823,8 +823,7 @@ static const char *kda_refusal(const aps_model *m, const aps_training *t,
                "modelled";
     /* opsac.c walks softmax-attention and MLA blocks: a KDA layer's
      * projections, short convolutions and chunked kernels are not */
-    if (aps_profile(t)->op_sac_selective &&
-        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+    if (aps_op_sac_on(t, s))
         return "selective recompute of Kimi Delta Attention layers under "
                "op-level selective activation checkpointing is not modelled "
                "(layer_recompute = full or none is priced)";
@@ -916,8 +915,7 @@ static const char *class_refusal(const aps_model *m, const aps_training *t,
     }
     if (s->cp_degree > 1)
         return r->cp;
-    if (r->sac != NULL && aps_profile(t)->op_sac_selective &&
-        s->layer_recompute == APS_RECOMPUTE_SELECTIVE)
+    if (r->sac != NULL && aps_op_sac_on(t, s))
         return r->sac;
     return NULL;
 }

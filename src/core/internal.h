@@ -1666,6 +1666,10 @@ double aps_op_sac_layer_recompute(const aps_model *m, const aps_device *d,
  *  gate and the routed experts' (k of them) matrices, full width
  *  (opsac.c; the hardware FLOPs, throughput.c). */
 double aps_op_sac_recompute_params(const aps_model *m, const aps_training *t);
+/** Whether strategy s recomputes by op-level selective checkpointing:
+ *  layer_recompute selective under a framework whose selective is it
+ *  (TorchTitan, NeMo AutoModel: profile.c op_sac_selective). */
+bool aps_op_sac_on(const aps_training *t, const aps_strategy *s);
 /** Whether the attention kernel runs again in the backward under
  *  op-level selective checkpointing: AutoModel's own model classes with
  *  TransformerEngine's attention (training.attn_backend te, their

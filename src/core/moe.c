@@ -828,14 +828,6 @@ static void scale_mla_delta(aps_moe_cost *out, double share)
     out->mla_matmul_params *= share;
 }
 
-/** Whether the backward recomputes by TorchTitan's op-level selective
- *  checkpointing (opsac.c). */
-static bool op_sac_on(const aps_training *t, const aps_strategy *s)
-{
-    return aps_profile(t)->op_sac_selective &&
-           s->layer_recompute == APS_RECOMPUTE_SELECTIVE;
-}
-
 double aps_moe_expert_rows(const aps_model *m, const aps_training *t,
                            const aps_strategy *s)
 {
@@ -971,7 +963,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
         aps_msa_layer_cost(m, d, t, s, out);
     }
     if (m->num_experts <= 0) {
-        if (op_sac_on(t, s))
+        if (aps_op_sac_on(t, s))
             op_sac_recompute(m, d, t, s, out);
         return;
     }
@@ -1188,7 +1180,7 @@ void aps_moe_layer_cost(const aps_model *m, const aps_cluster *c,
     aps_host_program k;
     aps_kernel_program_build(m, t, s, NULL, &k);
     aps_router_floor(d, &k, out);
-    if (op_sac_on(t, s))
+    if (aps_op_sac_on(t, s))
         op_sac_recompute(m, d, t, s, out);
 }
 
@@ -1242,7 +1234,7 @@ void aps_moe_stage(const aps_model *m, const aps_training *t,
      * its save list (torchtitan c4e2291, PR 1672; training.
      * sac_save_alltoall = false): the backward's recompute dispatches and
      * combines again, as under the moe module above */
-    if (op_sac_on(t, s) && !aps_op_sac_saves_dispatch(t))
+    if (aps_op_sac_on(t, s) && !aps_op_sac_saves_dispatch(t))
         out->ep_bwd += km * mc->ep_fwd;
     /* what op-level checkpointing recomputes in the MoE and MLA layers
      * beyond compute.c's dense layer (0 otherwise: op_sac_recompute) */
@@ -1524,8 +1516,7 @@ void aps_moe_stage_memory(const aps_model *m, const aps_training *t,
     unsigned mods = s->layer_recompute == APS_RECOMPUTE_SELECTIVE
                         ? aps_recompute_modules(t, s) : 0u;
     double moe_b, mla_b, rebuilt;
-    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
-        aps_profile(t)->op_sac_selective)
+    if (aps_op_sac_on(t, s))
         op_sac_kept_bytes(m, t, s, mc, &moe_b, &mla_b, &rebuilt);
     else
         moe_kept_bytes(m, mc, mods, &moe_b, &mla_b, &rebuilt);

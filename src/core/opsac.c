@@ -133,6 +133,12 @@ static sac_policy sac_policy_of(const aps_model *m, const aps_training *t)
     return p;
 }
 
+bool aps_op_sac_on(const aps_training *t, const aps_strategy *s)
+{
+    return aps_profile(t)->op_sac_selective &&
+           s->layer_recompute == APS_RECOMPUTE_SELECTIVE;
+}
+
 bool aps_op_sac_attention_recomputed(const aps_training *t)
 {
     return !sac_policy_of(NULL, t).attention_saved;

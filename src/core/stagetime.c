@@ -163,8 +163,7 @@ static void stage_tp(const aps_model *m, const aps_cluster *c,
      * sequence all-gathers are not among the saved ops: 2 all-gathers per
      * layer, a quarter each of the forward's 2 x (all-gather +
      * reduce-scatter) */
-    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
-        aps_profile(t)->op_sac_selective && lay->t > 1 && s->sequence_parallel)
+    if (aps_op_sac_on(t, s) && lay->t > 1 && s->sequence_parallel)
         tp_bwd += (L - rc) * 0.5 * lc->tp_fwd;
     double kv_fwd = L * lc->kv_gather, kv_bwd = (L + rc) * lc->kv_gather;
     st->tp_total = tp_fwd + tp_bwd + kv_fwd + kv_bwd;
@@ -301,8 +300,7 @@ static void stage_host(const aps_cluster *c, const aps_training *t,
 {
     double L = (double)aps_layout_run_layers(lay, i);
     double rc = (double)aps_layout_run_recompute(lay, i);
-    if (s->layer_recompute == APS_RECOMPUTE_SELECTIVE &&
-        aps_profile(t)->op_sac_selective)
+    if (aps_op_sac_on(t, s))
         rc = L;
     aps_launch_costs host = aps_host_launch_costs(&c->device);
     aps_launch_costs gap = aps_gpu_gap_costs(&c->device);

@@ -471,6 +471,20 @@ static void test_kda_layer(void **state)
 
 /* NeMo AutoModel trains it (no TP, no PP; its CP not priced); another
  * framework is refused with the reason. */
+/* Op-level selective checkpointing walks attention blocks, not a
+ * mixer's ops: selective refused under it, full recompute priced. */
+static void assert_op_sac_refused(const aps_model *m, const aps_training *t)
+{
+    aps_strategy s;
+    aps_strategy_defaults(&s);
+    aps_reason code = APS_REASON_NONE;
+    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
+    ASSERT_HAS(aps_gdn_refusal(m, t, &s, &code), "op-level selective");
+    assert_int_equal(code, APS_REASON_NOT_MODELLED);
+    s.layer_recompute = APS_RECOMPUTE_FULL;
+    assert_null(aps_gdn_refusal(m, t, &s, &code));
+}
+
 static void test_kda_refusals(void **state)
 {
     (void)state;
@@ -496,14 +510,7 @@ static void test_kda_refusals(void **state)
     s.cp_degree = 2;
     ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
     assert_int_equal(code, APS_REASON_NOT_MODELLED);
-    /* op-level selective checkpointing walks attention blocks, not the
-     * mixer's ops: refused; full recompute is priced */
-    aps_strategy_defaults(&s);
-    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
-    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "op-level selective");
-    assert_int_equal(code, APS_REASON_NOT_MODELLED);
-    s.layer_recompute = APS_RECOMPUTE_FULL;
-    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+    assert_op_sac_refused(&m, &t);
 }
 
 static void test_kda_validation(void **state)
@@ -689,14 +696,7 @@ static void test_short_conv_refusals(void **state)
     s.cp_degree = 2;
     ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "context parallelism");
     assert_int_equal(code, APS_REASON_NOT_MODELLED);
-    /* op-level selective checkpointing walks attention blocks, not the
-     * mixer's ops: refused; full recompute is priced */
-    aps_strategy_defaults(&s);
-    s.layer_recompute = APS_RECOMPUTE_SELECTIVE;
-    ASSERT_HAS(aps_gdn_refusal(&m, &t, &s, &code), "op-level selective");
-    assert_int_equal(code, APS_REASON_NOT_MODELLED);
-    s.layer_recompute = APS_RECOMPUTE_FULL;
-    assert_null(aps_gdn_refusal(&m, &t, &s, &code));
+    assert_op_sac_refused(&m, &t);
 }
 
 static void test_short_conv_validation(void **state)

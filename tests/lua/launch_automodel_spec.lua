@@ -121,6 +121,20 @@ describe("launch file rank<N>_automodel.yaml", function()
     assert.truthy(has(text, "    dispatcher: torch"))
   end)
 
+  it("says what selective checkpointing runs again with TransformerEngine's attention and linears", function()
+    -- src/core/opsac.c: the policy does not see TE's pybind11 kernels
+    local text, differs = render(qwen3_30b(), { fsdp_degree = 8, layer_recompute = "selective", micro_batch_num = 8 })
+    assert.are.same({}, differs)
+    assert.truthy(has(text, "distributed:") or text:find("activation_checkpointing: selective", 1, true), text)
+    assert.truthy(text:find("# NOTE: selective checkpointing with backend.attn te: TransformerEngine's attention " ..
+      "and linears are not PyTorch ops AutoModel's policy sees, so they keep nothing and run again", 1, true), text)
+    text = render(llama8b(), { fsdp_degree = 8, layer_recompute = "selective", micro_batch_num = 8 })
+    assert.truthy(text:find("TransformerEngine's attention is not a PyTorch op AutoModel's policy sees", 1, true), text)
+    text = render(llama8b(), { fsdp_degree = 8, layer_recompute = "selective", micro_batch_num = 8 },
+      { attn_backend = "sdpa" })
+    assert.is_nil(text:find("NOTE: selective checkpointing", 1, true), text)
+  end)
+
   it("reshards the MoE blocks and experts as the estimate does (the MoE parallelizer reads moe's setting)", function()
     -- distributed.reshard_after_forward null leaves MoEParallelizerConfig's in force, which apply_fsdp
     -- passes to the blocks and their experts (moe/parallelizer.py l.752-789 @ 36044ad3); it was written

@@ -321,6 +321,17 @@ local function fsdp_keys(w, g)
     end
   elseif rc == "selective" then
     ac = "selective"
+    -- what its policy cannot see runs again (src/core/opsac.c): the
+    -- TransformerEngine attention of its own classes, and its MoE
+    -- classes' TransformerEngine linears
+    local own = (tr.framework or "megatron") == "automodel" and not tr.transformers_model
+    if own and (tr.attn_backend or "te") == "te" then
+      local moe = (g.m.num_experts or 0) > 0
+      N("NOTE", "selective checkpointing with backend.attn te: TransformerEngine's attention" ..
+        (moe and " and linears are not PyTorch ops" or " is not a PyTorch op") .. " AutoModel's policy sees, " ..
+        "so " .. (moe and "they keep nothing and run" or "it keeps nothing and runs") .. " again in the " ..
+        "backward, as estimated (attn sdpa or flex is saved: --set training.attn_backend=sdpa)")
+    end
   end
   K("distributed.activation_checkpointing", ac,
     rc == "selective" and "TorchTitan-style op SAC (distributed/activation_checkpointing.py)" or nil)
